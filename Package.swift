@@ -1,0 +1,65 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "Attache",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "attache", targets: ["attache"]),
+        .library(name: "Attache", targets: ["Attache"]),
+        .library(name: "AttacheTesting", targets: ["AttacheTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries, one system-library target per pkg-config name.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
+        // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
+        .target(
+            name: "CImageCodecs",
+            dependencies: ["CJPEG", "CPNG", "CGIF"],
+            cSettings: [.unsafeFlags(["-O3"])],
+            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif")]
+        ),
+
+        .target(name: "AttachePayload", swiftSettings: strict),
+        .target(
+            name: "AttacheFetch",
+            dependencies: ["CCurl", "AttacheSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .target(name: "AttacheSupport", swiftSettings: strict),
+        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheStore", swiftSettings: strict),
+        .target(
+            name: "Attache",
+            dependencies: [
+                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "AttacheTesting", swiftSettings: strict),
+        .executableTarget(
+            name: "attache",
+            dependencies: [
+                "Attache", "AttacheTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
+        .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
+        .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia"], resources: []),
+        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTesting"]),
+    ]
+)

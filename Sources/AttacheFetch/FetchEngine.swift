@@ -1,0 +1,185 @@
+import AttacheSupport
+import Logging
+import Synchronization
+
+/// The transport all of Attache uses: one libcurl multi handle, driven by one dedicated thread,
+/// running many transfers at once over reused connections, each bounded by its payload's deadline
+/// and by the address policy.
+public final class FetchEngine: Sendable {
+    public struct Configuration: Sendable {
+        public var policy: AddressPolicy
+        public var connectTimeout: Duration
+        /// Abort when slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds.
+        public var lowSpeedLimit: Int
+        public var lowSpeedTime: Int
+        /// Used only when set; proxy environment variables are otherwise ignored.
+        public var proxy: String?
+        public var userAgent: String
+        /// Bodies up to this size stay in memory; larger ones go to a temp file.
+        public var memoryThreshold: Int
+        /// Where temp files go (the media directory, so a rename into the store is cheap).
+        public var tempDirectory: String
+        public var maxRedirects: Int
+        public var maxConnectionsPerHost: Int
+        public var maxConnections: Int
+
+        public init(
+            policy: AddressPolicy = AddressPolicy(),
+            connectTimeout: Duration = .seconds(3),
+            lowSpeedLimit: Int = 1024,
+            lowSpeedTime: Int = 3,
+            proxy: String? = nil,
+            userAgent: String = "Attache/0.1",
+            memoryThreshold: Int = 1 << 20,
+            tempDirectory: String = "/tmp",
+            maxRedirects: Int = 5,
+            maxConnectionsPerHost: Int = 16,
+            maxConnections: Int = 256
+        ) {
+            self.policy = policy
+            self.connectTimeout = connectTimeout
+            self.lowSpeedLimit = lowSpeedLimit
+            self.lowSpeedTime = lowSpeedTime
+            self.proxy = proxy
+            self.userAgent = userAgent
+            self.memoryThreshold = memoryThreshold
+            self.tempDirectory = tempDirectory
+            self.maxRedirects = maxRedirects
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxConnections = maxConnections
+        }
+    }
+
+    private struct Commands {
+        var adds: [CurlTransfer] = []
+        var cancels: [UInt64] = []
+        var nextID: UInt64 = 1
+        var stopping = false
+        var stopped = false
+        var connectionsOpened = 0
+        var inFlight = 0
+    }
+
+    private let commands = Mutex(Commands())
+    private let multi: UncheckedMulti
+    private let settings: TransferSettings
+    public let configuration: Configuration
+
+    /// Only the engine thread calls into the multi handle, except `wakeup`, which curl allows
+    /// from any thread; the handle is freed only after the thread has stopped.
+    private final class UncheckedMulti: @unchecked Sendable {
+        let multi: CurlMulti
+        init(_ multi: CurlMulti) { self.multi = multi }
+    }
+
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.fetch")) throws {
+        self.configuration = configuration
+        let c = configuration.connectTimeout.components
+        settings = TransferSettings(
+            policy: configuration.policy,
+            connectTimeoutMs: Int(c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000),
+            lowSpeedLimit: configuration.lowSpeedLimit,
+            lowSpeedTime: configuration.lowSpeedTime,
+            proxy: configuration.proxy,
+            userAgent: configuration.userAgent,
+            memoryThreshold: configuration.memoryThreshold,
+            tempDirectory: configuration.tempDirectory,
+            maxRedirects: configuration.maxRedirects
+        )
+        multi = UncheckedMulti(try CurlMulti(
+            maxConnectionsPerHost: configuration.maxConnectionsPerHost,
+            maxConnections: configuration.maxConnections
+        ))
+        for cidr in configuration.policy.allowed {
+            logger.notice("address allowance in force", metadata: ["attache.fetch.allowed": "\(cidr)"])
+        }
+        startDetachedThread(name: "attache-fetch") { [self] in self.loop() }
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Fetches one URL, finishing by `deadline` at the latest. Cancelling the calling task removes
+    /// the transfer at once, frees its handle and deletes its temp file.
+    public func fetch(_ request: FetchRequest, deadline: ContinuousClock.Instant) async throws -> FetchResult {
+        let id = commands.withLock { c -> UInt64 in
+            defer { c.nextID += 1 }
+            return c.nextID
+        }
+        let transfer = try CurlTransfer(id: id, request: request, deadline: deadline, settings: settings)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                transfer.attach(continuation)
+                let accepted = commands.withLock { c -> Bool in
+                    guard !c.stopping else { return false }
+                    c.adds.append(transfer)
+                    c.inFlight += 1
+                    return true
+                }
+                if accepted {
+                    multi.multi.wakeup()
+                } else {
+                    transfer.complete(.failure(FetchError(.fetchFailed, "fetch engine is shut down")))
+                }
+            }
+        } onCancel: {
+            commands.withLock { $0.cancels.append(id) }
+            multi.multi.wakeup()
+        }
+    }
+
+    /// New connections opened by the engine so far (the rest of the transfers reused one).
+    public var connectionsOpened: Int { commands.withLock { $0.connectionsOpened } }
+
+    /// Transfers added and not yet finished.
+    public var inFlight: Int { commands.withLock { $0.inFlight } }
+
+    /// Stops the engine: transfers in flight end with `CancellationError`.
+    public func shutdown() {
+        let wake = commands.withLock { c -> Bool in
+            defer { c.stopping = true }
+            return !c.stopping
+        }
+        if wake { multi.multi.wakeup() }
+    }
+
+    private func loop() {
+        let multi = self.multi.multi
+        var cancelledEarly = Set<UInt64>()
+        while true {
+            let (adds, cancels, stopping) = commands.withLock { c in
+                defer { c.adds = []; c.cancels = [] }
+                return (c.adds, c.cancels, c.stopping)
+            }
+            cancelledEarly.formUnion(cancels)
+            for transfer in adds {
+                if cancelledEarly.remove(transfer.id) != nil {
+                    transfer.complete(.failure(CancellationError()))
+                } else {
+                    multi.add(transfer)
+                }
+            }
+            for id in cancels {
+                multi.remove(id: id, with: CancellationError())
+            }
+            if stopping {
+                break
+            }
+            let before = multi.connectionsOpened
+            multi.perform()
+            let opened = multi.connectionsOpened - before
+            let active = multi.activeCount
+            commands.withLock { c in
+                c.connectionsOpened += opened
+                c.inFlight = active + c.adds.count
+            }
+            multi.wait(maxWaitMs: multi.nextDeadlineWait(cap: 250))
+        }
+        multi.cancelAll()
+        commands.withLock { c in
+            c.stopped = true
+            c.inFlight = 0
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// What the prefix inspector says after seeing the first bytes of a body.
+public enum PrefixVerdict: Sendable {
+    /// Go on, with the byte cap for the kind the bytes turned out to be.
+    case accept(maxBytes: Int)
+    /// Stop now; the reason is the inspector's (for example `unsupported-type`).
+    case reject(reason: String, message: String)
+}
+
+public struct FetchRequest: Sendable {
+    public var url: String
+    /// Cap on received bytes until the prefix inspector has chosen one.
+    public var maxBytes: Int
+    /// Bytes handed to `inspectPrefix` once received (or the whole body, if shorter).
+    public var prefixLength: Int
+    /// Sees the first bytes as they arrive, so a wrong kind or an HTML error page stops early.
+    public var inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)?
+    /// `HOST:PORT:ADDRESS` entries, as curl's `--resolve` (used by tests to give a name an address).
+    public var resolve: [String]
+
+    public init(
+        url: String,
+        maxBytes: Int = 50 * 1024 * 1024,
+        prefixLength: Int = 512,
+        resolve: [String] = [],
+        inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)? = nil
+    ) {
+        self.url = url
+        self.maxBytes = maxBytes
+        self.prefixLength = prefixLength
+        self.resolve = resolve
+        self.inspectPrefix = inspectPrefix
+    }
+}
+
+/// Stage times of one transfer, in milliseconds from its start (curl's own clock).
+public struct FetchTimings: Sendable, Equatable {
+    public var dns: Double = 0
+    public var connect: Double = 0
+    public var tls: Double = 0
+    public var firstByte: Double = 0
+    public var total: Double = 0
+    public init() {}
+}
+
+public struct FetchResult: Sendable {
+    public var status: Int
+    public var finalURL: String
+    public var contentType: String?
+    public var bytes: Int
+    public var redirects: Int
+    public var connectedIP: String?
+    /// Connections this transfer had to open (0 when it reused one).
+    public var newConnections: Int
+    public var timings: FetchTimings
+    public var body: FetchedBody
+}

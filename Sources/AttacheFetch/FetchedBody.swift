@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A downloaded body: in memory when small, else in a temp file that is removed when the last
+/// reference goes away — on success, failure and cancellation alike.
+public final class FetchedBody: @unchecked Sendable {
+    // Written only by the engine thread while the transfer runs; read-only once handed out.
+    private var memory: [UInt8] = []
+    private var fd: Int32 = -1
+    public private(set) var path: String?
+    public private(set) var count: Int = 0
+    private let threshold: Int
+    private let directory: String
+
+    init(threshold: Int, directory: String) {
+        self.threshold = threshold
+        self.directory = directory
+    }
+
+    public convenience init(bytes: [UInt8]) {
+        self.init(threshold: Int.max, directory: "")
+        memory = bytes
+        count = bytes.count
+    }
+
+    /// Appends received bytes; returns false when the temp file cannot be written.
+    func append(_ pointer: UnsafeRawBufferPointer) -> Bool {
+        count += pointer.count
+        if fd < 0 && memory.count + pointer.count <= threshold {
+            memory.append(contentsOf: pointer)
+            return true
+        }
+        if fd < 0 {
+            guard openTempFile() else { return false }
+            let ok = memory.withUnsafeBytes { writeAll($0) }
+            memory = []
+            guard ok else { return false }
+        }
+        return writeAll(pointer)
+    }
+
+    private func openTempFile() -> Bool {
+        var template = Array("\(directory)/.attache-fetch-XXXXXX".utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { return false }
+        fd = descriptor
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return true
+    }
+
+    private func writeAll(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Closes the file once the transfer is done writing.
+    func finishWriting() {
+        if fd >= 0 { close(fd); fd = -1 }
+    }
+
+    /// The whole body as bytes (reads the temp file when there is one).
+    public func readAll() throws -> [UInt8] {
+        guard let path else { return memory }
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw FetchError(.fetchFailed, "temp file vanished") }
+        defer { close(descriptor) }
+        var out = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        try out.withUnsafeMutableBytes { buffer in
+            while offset < count {
+                let n = read(descriptor, buffer.baseAddress! + offset, count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw FetchError(.fetchFailed, "temp file shorter than received") }
+                offset += n
+            }
+        }
+        return out
+    }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+        if let path { unlink(path) }
+    }
+}

@@ -1,0 +1,139 @@
+// giflib, incremental reader: only the first frame is decoded and composited onto the logical
+// screen; palette indices are bounds-checked. DGifSlurp (which decodes every frame) is never used.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gif_lib.h>
+#include "attache_codecs.h"
+#include "shrink.h"
+
+typedef struct {
+    const uint8_t *data;
+    size_t length;
+    size_t offset;
+} reader;
+
+static int read_data(GifFileType *gif, GifByteType *out, int count) {
+    reader *r = gif->UserData;
+    size_t left = r->length - r->offset;
+    size_t n = (size_t)count < left ? (size_t)count : left;
+    memcpy(out, r->data + r->offset, n);
+    r->offset += n;
+    return (int)n;
+}
+
+static attache_status fail(GifFileType *gif, attache_decode_options *options, attache_status status, const char *what) {
+    int code = gif ? gif->Error : 0;
+    if (what) snprintf(options->message, sizeof options->message, "%s", what);
+    else snprintf(options->message, sizeof options->message, "%s", GifErrorString(code) ? GifErrorString(code) : "corrupt GIF");
+    if (gif) DGifCloseFile(gif, NULL);
+    return status;
+}
+
+attache_status attache_gif_decode_first(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
+    reader r = { data, length, 0 };
+    int error = 0;
+    memset(out, 0, sizeof *out);
+    options->message[0] = 0;
+    GifFileType *gif = DGifOpen(&r, read_data, &error);
+    if (!gif) {
+        snprintf(options->message, sizeof options->message, "%s", GifErrorString(error) ? GifErrorString(error) : "not a GIF");
+        return ATTACHE_ERR_INVALID;
+    }
+    int sw = gif->SWidth, sh = gif->SHeight;
+    if (sw <= 0 || sh <= 0) return fail(gif, options, ATTACHE_ERR_INVALID, "empty logical screen");
+    if ((uint64_t)sw * sh > options->max_pixels) return fail(gif, options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
+
+    int transparent = -1;
+    GifRecordType record;
+    for (;;) {
+        if (DGifGetRecordType(gif, &record) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+        if (record == TERMINATE_RECORD_TYPE) return fail(gif, options, ATTACHE_ERR_INVALID, "GIF has no image");
+        if (record == EXTENSION_RECORD_TYPE) {
+            int code;
+            GifByteType *ext;
+            if (DGifGetExtension(gif, &code, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+            if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
+                GraphicsControlBlock gcb;
+                if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK) transparent = gcb.TransparentColor;
+            }
+            while (ext) {
+                if (DGifGetExtensionNext(gif, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+            }
+            continue;
+        }
+        if (record == IMAGE_DESC_RECORD_TYPE) break;
+    }
+    if (DGifGetImageDesc(gif) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+    GifImageDesc *d = &gif->Image;
+    ColorMapObject *map = d->ColorMap ? d->ColorMap : gif->SColorMap;
+    if (!map) return fail(gif, options, ATTACHE_ERR_INVALID, "GIF frame has no colour table");
+    if (d->Width <= 0 || d->Height <= 0 || (uint64_t)d->Width * d->Height > options->max_pixels)
+        return fail(gif, options, ATTACHE_ERR_LIMITS, "frame size out of range");
+
+    // Canvas in premultiplied RGBA; what the first frame does not cover stays transparent.
+    uint8_t *canvas = calloc((size_t)sw * sh, 4);
+    GifPixelType *line = malloc((size_t)d->Width);
+    if (!canvas || !line) {
+        free(canvas); free(line);
+        return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+    }
+    int covers = d->Left == 0 && d->Top == 0 && d->Width >= sw && d->Height >= sh;
+    int any_transparent = !covers;
+    static const int offsets[] = { 0, 4, 2, 1 }, steps[] = { 8, 8, 4, 2 };
+    int passes = d->Interlace ? 4 : 1;
+    int rows_done = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        int start = d->Interlace ? offsets[pass] : 0, step = d->Interlace ? steps[pass] : 1;
+        for (int y = start; y < d->Height; y += step) {
+            if (DGifGetLine(gif, line, d->Width) == GIF_ERROR) {
+                free(canvas); free(line);
+                return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+            }
+            int cy = d->Top + y;
+            if (cy < 0 || cy >= sh) continue;
+            uint8_t *row = canvas + (size_t)cy * sw * 4;
+            for (int x = 0; x < d->Width; x++) {
+                int cx = d->Left + x;
+                if (cx < 0 || cx >= sw) continue;
+                int index = line[x];
+                if (index == transparent || index >= map->ColorCount) { any_transparent = 1; continue; }
+                GifColorType c = map->Colors[index];
+                uint8_t *p = row + cx * 4;
+                p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue; p[3] = 255;
+            }
+            if ((++rows_done & 31) == 0 && options->abort_fn && options->abort_fn(options->abort_context)) {
+                free(canvas); free(line);
+                return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
+            }
+        }
+    }
+    free(line);
+    DGifCloseFile(gif, NULL);
+
+    attache_shrinker shrinker;
+    int channels = any_transparent ? 4 : 3;
+    if (!attache_shrinker_init(&shrinker, sw, sh, channels, options->shrink, 0)) {
+        free(canvas);
+        return ATTACHE_ERR_NOMEM;
+    }
+    uint8_t *rgb = channels == 3 ? malloc((size_t)sw * 3) : NULL;
+    if (channels == 3 && !rgb) {
+        free(canvas);
+        attache_shrinker_free(&shrinker);
+        return ATTACHE_ERR_NOMEM;
+    }
+    for (int y = 0; y < sh; y++) {
+        const uint8_t *row = canvas + (size_t)y * sw * 4;
+        if (channels == 3) {
+            for (int x = 0; x < sw; x++) { rgb[x * 3] = row[x * 4]; rgb[x * 3 + 1] = row[x * 4 + 1]; rgb[x * 3 + 2] = row[x * 4 + 2]; }
+            attache_shrinker_push(&shrinker, rgb);
+        } else {
+            attache_shrinker_push(&shrinker, row);
+        }
+    }
+    free(rgb);
+    free(canvas);
+    attache_shrinker_finish(&shrinker, out);
+    return ATTACHE_OK;
+}

@@ -1,0 +1,61 @@
+// Decoders, encoders and pixel operations for Attache, written against libjpeg-turbo, libpng and
+// giflib. All setjmp/longjmp error handling stays inside these C files; callers only ever see a
+// status code and a message.
+#ifndef ATTACHE_CODECS_H
+#define ATTACHE_CODECS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ATTACHE_OK = 0,
+    ATTACHE_ERR_INVALID = 1,   // corrupt, truncated or not this format
+    ATTACHE_ERR_LIMITS = 2,    // over a pixel, memory, scan or size limit
+    ATTACHE_ERR_ABORTED = 3,   // the caller's abort function said stop
+    ATTACHE_ERR_NOMEM = 4,
+    ATTACHE_ERR_UNSUPPORTED = 5
+} attache_status;
+
+/// An 8-bit image: `channels` is 3 (RGB) or 4 (RGBA). Decoders and operations hand out
+/// premultiplied RGBA; `attache_unpremultiply` turns it back for encoding.
+typedef struct {
+    uint8_t *pixels;
+    int width;
+    int height;
+    int channels;
+} attache_image;
+
+typedef int (*attache_abort_fn)(void *context);
+
+typedef struct {
+    int scale_denom;          // JPEG only: DCT scaling 1/1, 1/2, 1/4 or 1/8
+    int shrink;               // integer box shrink applied to rows as they stream (>= 1)
+    uint64_t max_pixels;      // limit on decoded pixels before the box shrink
+    long max_memory;          // JPEG: libjpeg's own memory limit, in bytes
+    int max_scans;            // JPEG: progressive scan limit
+    attache_abort_fn abort_fn;
+    void *abort_context;
+    char message[160];        // set on failure
+} attache_decode_options;
+
+attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+/// Decodes and composites the first frame of a GIF onto its logical screen.
+attache_status attache_gif_decode_first(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+
+attache_status attache_jpeg_encode(const attache_image *image, int quality, uint8_t **out, size_t *out_length, char message[160]);
+attache_status attache_png_encode(const attache_image *image, uint8_t **out, size_t *out_length, char message[160]);
+
+/// Separable high-quality resample (Catmull-Rom, widened by the shrink factor) to an exact size.
+attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out);
+attache_status attache_crop(const attache_image *in, int x, int y, int width, int height, attache_image *out);
+/// Applies an EXIF orientation (1-8), so the result is upright.
+attache_status attache_orient(const attache_image *in, int orientation, attache_image *out);
+void attache_unpremultiply(attache_image *image);
+/// True when a 4-channel image has no pixel below full opacity.
+int attache_is_opaque(const attache_image *image);
+/// Drops the alpha channel of an opaque RGBA image in place.
+void attache_drop_alpha(attache_image *image);
+
+void attache_image_free(attache_image *image);
+void attache_buffer_free(uint8_t *buffer);
+#endif

@@ -1,0 +1,191 @@
+// libjpeg-turbo (libjpeg API): decode with DCT scaling straight into the box shrinker, encode
+// baseline with optimised Huffman tables. Errors and warnings longjmp back to here.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+#include "attache_codecs.h"
+#include "shrink.h"
+
+typedef struct {
+    struct jpeg_error_mgr base;
+    jmp_buf jump;
+    char *message;
+    attache_status status;
+} error_mgr;
+
+typedef struct {
+    struct jpeg_progress_mgr base;
+    attache_decode_options *options;
+    error_mgr *errors;
+} progress_mgr;
+
+static void on_error(j_common_ptr cinfo) {
+    error_mgr *err = (error_mgr *)cinfo->err;
+    if (err->message) (*cinfo->err->format_message)(cinfo, err->message);
+    if (err->status == ATTACHE_OK) err->status = ATTACHE_ERR_INVALID;
+    longjmp(err->jump, 1);
+}
+
+// Warnings (corrupt data the library would paper over) are treated as errors.
+static void on_message(j_common_ptr cinfo, int level) {
+    if (level < 0) on_error(cinfo);
+}
+
+static void on_progress(j_common_ptr cinfo) {
+    progress_mgr *p = (progress_mgr *)cinfo->progress;
+    if (!cinfo->is_decompressor) return;
+    j_decompress_ptr d = (j_decompress_ptr)cinfo;
+    if (p->options->max_scans > 0 && d->input_scan_number > p->options->max_scans) {
+        p->errors->status = ATTACHE_ERR_LIMITS;
+        snprintf(p->options->message, sizeof p->options->message, "more than %d progressive scans", p->options->max_scans);
+        p->errors->message = NULL;
+        longjmp(p->errors->jump, 1);
+    }
+    if (p->options->abort_fn && p->options->abort_fn(p->options->abort_context)) {
+        p->errors->status = ATTACHE_ERR_ABORTED;
+        p->errors->message = NULL;
+        longjmp(p->errors->jump, 1);
+    }
+}
+
+static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int width, int inverted) {
+    for (int x = 0; x < width; x++) {
+        int c = in[x * 4], m = in[x * 4 + 1], y = in[x * 4 + 2], k = in[x * 4 + 3];
+        if (!inverted) { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k; }
+        out[x * 3] = (uint8_t)(c * k / 255);
+        out[x * 3 + 1] = (uint8_t)(m * k / 255);
+        out[x * 3 + 2] = (uint8_t)(y * k / 255);
+    }
+}
+
+attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
+    struct jpeg_decompress_struct cinfo;
+    error_mgr err;
+    progress_mgr progress;
+    attache_shrinker shrinker;
+    uint8_t *volatile row = NULL;
+    uint8_t *volatile rgb = NULL;
+    volatile int shrinker_live = 0;
+    memset(&shrinker, 0, sizeof shrinker);
+    memset(out, 0, sizeof *out);
+    options->message[0] = 0;
+
+    cinfo.err = jpeg_std_error(&err.base);
+    err.base.error_exit = on_error;
+    err.base.emit_message = on_message;
+    err.message = options->message;
+    err.status = ATTACHE_OK;
+    if (setjmp(err.jump)) {
+        attache_status status = err.status;
+        jpeg_destroy_decompress(&cinfo);
+        if (shrinker_live) attache_shrinker_free(&shrinker);
+        free(row);
+        free(rgb);
+        return status;
+    }
+    jpeg_create_decompress(&cinfo);
+    if (options->max_memory > 0) cinfo.mem->max_memory_to_use = options->max_memory;
+    progress.base.progress_monitor = on_progress;
+    progress.options = options;
+    progress.errors = &err;
+    cinfo.progress = &progress.base;
+
+    jpeg_mem_src(&cinfo, data, (unsigned long)length);
+    jpeg_read_header(&cinfo, TRUE);
+    int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+    cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = options->scale_denom > 0 ? options->scale_denom : 1;
+    cinfo.dct_method = JDCT_ISLOW;
+    jpeg_calc_output_dimensions(&cinfo);
+    if ((uint64_t)cinfo.output_width * cinfo.output_height > options->max_pixels) {
+        err.status = ATTACHE_ERR_LIMITS;
+        snprintf(options->message, sizeof options->message, "%ux%u decoded pixels exceed the limit",
+                 cinfo.output_width, cinfo.output_height);
+        err.message = NULL;
+        longjmp(err.jump, 1);
+    }
+    jpeg_start_decompress(&cinfo);
+
+    int width = (int)cinfo.output_width;
+    if (!attache_shrinker_init(&shrinker, width, (int)cinfo.output_height, 3, options->shrink, 0)) {
+        err.status = ATTACHE_ERR_NOMEM;
+        err.message = NULL;
+        longjmp(err.jump, 1);
+    }
+    shrinker_live = 1;
+    row = malloc((size_t)width * cinfo.output_components);
+    if (cmyk) rgb = malloc((size_t)width * 3);
+    if (!row || (cmyk && !rgb)) {
+        err.status = ATTACHE_ERR_NOMEM;
+        err.message = NULL;
+        longjmp(err.jump, 1);
+    }
+    int inverted = cinfo.saw_Adobe_marker;
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW rows[1] = { row };
+        jpeg_read_scanlines(&cinfo, rows, 1);
+        if (cmyk) {
+            cmyk_to_rgb(row, rgb, width, inverted);
+            attache_shrinker_push(&shrinker, rgb);
+        } else {
+            attache_shrinker_push(&shrinker, row);
+        }
+        if ((cinfo.output_scanline & 31) == 0 && options->abort_fn && options->abort_fn(options->abort_context)) {
+            err.status = ATTACHE_ERR_ABORTED;
+            err.message = NULL;
+            longjmp(err.jump, 1);
+        }
+    }
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    attache_shrinker_finish(&shrinker, out);
+    free(row);
+    free(rgb);
+    return ATTACHE_OK;
+}
+
+attache_status attache_jpeg_encode(const attache_image *image, int quality, uint8_t **out, size_t *out_length, char message[160]) {
+    struct jpeg_compress_struct cinfo;
+    error_mgr err;
+    unsigned char *volatile buffer = NULL;
+    unsigned long size = 0;
+    *out = NULL;
+    *out_length = 0;
+    if (image->channels != 3) {
+        snprintf(message, 160, "JPEG output needs RGB");
+        return ATTACHE_ERR_UNSUPPORTED;
+    }
+    cinfo.err = jpeg_std_error(&err.base);
+    err.base.error_exit = on_error;
+    err.base.emit_message = on_message;
+    err.message = message;
+    err.status = ATTACHE_OK;
+    if (setjmp(err.jump)) {
+        jpeg_destroy_compress(&cinfo);
+        free(buffer);
+        return err.status;
+    }
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, (unsigned char **)&buffer, &size);
+    cinfo.image_width = (JDIMENSION)image->width;
+    cinfo.image_height = (JDIMENSION)image->height;
+    cinfo.input_components = 3;
+    cinfo.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&cinfo);
+    jpeg_set_quality(&cinfo, quality, TRUE);
+    cinfo.optimize_coding = TRUE;
+    cinfo.write_JFIF_header = TRUE;
+    jpeg_start_compress(&cinfo, TRUE);
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW rows[1] = { image->pixels + (size_t)cinfo.next_scanline * image->width * 3 };
+        jpeg_write_scanlines(&cinfo, rows, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    *out = buffer;
+    *out_length = size;
+    return ATTACHE_OK;
+}

@@ -1,0 +1,191 @@
+// Pixel operations on small images: resample, crop, orientation, alpha handling.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attache_codecs.h"
+
+typedef struct {
+    int start;
+    int count;
+    float *weights;
+} contribution;
+
+static float cubic(float x) {  // Catmull-Rom
+    x = fabsf(x);
+    if (x < 1.0f) return 1.5f * x * x * x - 2.5f * x * x + 1.0f;
+    if (x < 2.0f) return -0.5f * x * x * x + 2.5f * x * x - 4.0f * x + 2.0f;
+    return 0.0f;
+}
+
+// Weights for each output sample; the kernel is widened by the scale factor when shrinking, so
+// every source pixel contributes (an antialiased resample, not point sampling).
+static contribution *contributions(int in_size, int out_size, float **storage) {
+    float scale = (float)in_size / (float)out_size;
+    float widen = scale > 1.0f ? scale : 1.0f;
+    float support = 2.0f * widen;
+    int max_count = (int)ceilf(support * 2.0f) + 2;
+    contribution *list = malloc(sizeof(contribution) * (size_t)out_size);
+    float *weights = malloc(sizeof(float) * (size_t)out_size * max_count);
+    if (!list || !weights) { free(list); free(weights); return NULL; }
+    for (int i = 0; i < out_size; i++) {
+        float center = (i + 0.5f) * scale - 0.5f;
+        int start = (int)floorf(center - support) + 1;
+        int end = (int)floorf(center + support);
+        if (start < 0) start = 0;
+        if (end > in_size - 1) end = in_size - 1;
+        float *w = weights + (size_t)i * max_count;
+        int count = 0;
+        float sum = 0;
+        for (int j = start; j <= end && count < max_count; j++) {
+            float v = cubic((j - center) / widen);
+            w[count++] = v;
+            sum += v;
+        }
+        if (sum != 0) for (int k = 0; k < count; k++) w[k] /= sum;
+        list[i].start = start;
+        list[i].count = count;
+        list[i].weights = w;
+    }
+    *storage = weights;
+    return list;
+}
+
+static inline uint8_t clamp8(float v) {
+    return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)(v + 0.5f);
+}
+
+attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
+    memset(out, 0, sizeof *out);
+    if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0) return ATTACHE_ERR_INVALID;
+    const int c = in->channels;
+    float *hs = NULL, *vs = NULL;
+    contribution *h = contributions(in->width, width, &hs);
+    contribution *v = contributions(in->height, height, &vs);
+    float *tmp = malloc(sizeof(float) * (size_t)width * in->height * c);
+    uint8_t *dst = malloc((size_t)width * height * c);
+    if (!h || !v || !tmp || !dst) {
+        free(h); free(hs); free(v); free(vs); free(tmp); free(dst);
+        return ATTACHE_ERR_NOMEM;
+    }
+    for (int y = 0; y < in->height; y++) {
+        const uint8_t *src = in->pixels + (size_t)y * in->width * c;
+        float *t = tmp + (size_t)y * width * c;
+        for (int x = 0; x < width; x++) {
+            float acc[4] = { 0, 0, 0, 0 };
+            const contribution *k = &h[x];
+            for (int j = 0; j < k->count; j++) {
+                const uint8_t *p = src + (size_t)(k->start + j) * c;
+                float w = k->weights[j];
+                for (int ch = 0; ch < c; ch++) acc[ch] += p[ch] * w;
+            }
+            for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
+        }
+    }
+    for (int y = 0; y < height; y++) {
+        const contribution *k = &v[y];
+        uint8_t *d = dst + (size_t)y * width * c;
+        for (int x = 0; x < width * c; x++) {
+            float acc = 0;
+            for (int j = 0; j < k->count; j++) acc += tmp[(size_t)(k->start + j) * width * c + x] * k->weights[j];
+            d[x] = clamp8(acc);
+        }
+        if (c == 4) {  // premultiplied: colour can never exceed alpha
+            for (int x = 0; x < width; x++) {
+                uint8_t a = d[x * 4 + 3];
+                for (int ch = 0; ch < 3; ch++) if (d[x * 4 + ch] > a) d[x * 4 + ch] = a;
+            }
+        }
+    }
+    free(h); free(hs); free(v); free(vs); free(tmp);
+    out->pixels = dst;
+    out->width = width;
+    out->height = height;
+    out->channels = c;
+    return ATTACHE_OK;
+}
+
+attache_status attache_crop(const attache_image *in, int x, int y, int width, int height, attache_image *out) {
+    memset(out, 0, sizeof *out);
+    if (x < 0 || y < 0 || width <= 0 || height <= 0 || x + width > in->width || y + height > in->height)
+        return ATTACHE_ERR_INVALID;
+    const int c = in->channels;
+    uint8_t *dst = malloc((size_t)width * height * c);
+    if (!dst) return ATTACHE_ERR_NOMEM;
+    for (int row = 0; row < height; row++)
+        memcpy(dst + (size_t)row * width * c, in->pixels + ((size_t)(y + row) * in->width + x) * c, (size_t)width * c);
+    out->pixels = dst;
+    out->width = width;
+    out->height = height;
+    out->channels = c;
+    return ATTACHE_OK;
+}
+
+attache_status attache_orient(const attache_image *in, int orientation, attache_image *out) {
+    memset(out, 0, sizeof *out);
+    if (orientation < 1 || orientation > 8) orientation = 1;
+    const int c = in->channels, w = in->width, h = in->height;
+    int swap = orientation >= 5;
+    int ow = swap ? h : w, oh = swap ? w : h;
+    uint8_t *dst = malloc((size_t)w * h * c);
+    if (!dst) return ATTACHE_ERR_NOMEM;
+    for (int y = 0; y < h; y++) {
+        for (int x = 0; x < w; x++) {
+            int dx, dy;
+            switch (orientation) {
+                case 2: dx = w - 1 - x; dy = y; break;            // mirror horizontal
+                case 3: dx = w - 1 - x; dy = h - 1 - y; break;    // rotate 180
+                case 4: dx = x; dy = h - 1 - y; break;            // mirror vertical
+                case 5: dx = y; dy = x; break;                    // transpose
+                case 6: dx = h - 1 - y; dy = x; break;            // rotate 90 CW
+                case 7: dx = h - 1 - y; dy = w - 1 - x; break;    // transverse
+                case 8: dx = y; dy = w - 1 - x; break;            // rotate 90 CCW
+                default: dx = x; dy = y; break;
+            }
+            memcpy(dst + ((size_t)dy * ow + dx) * c, in->pixels + ((size_t)y * w + x) * c, (size_t)c);
+        }
+    }
+    out->pixels = dst;
+    out->width = ow;
+    out->height = oh;
+    out->channels = c;
+    return ATTACHE_OK;
+}
+
+void attache_unpremultiply(attache_image *image) {
+    if (image->channels != 4) return;
+    size_t n = (size_t)image->width * image->height;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *p = image->pixels + i * 4;
+        unsigned a = p[3];
+        if (a == 0 || a == 255) continue;
+        for (int ch = 0; ch < 3; ch++) {
+            unsigned v = (p[ch] * 255u + a / 2) / a;
+            p[ch] = (uint8_t)(v > 255 ? 255 : v);
+        }
+    }
+}
+
+int attache_is_opaque(const attache_image *image) {
+    if (image->channels != 4) return 1;
+    size_t n = (size_t)image->width * image->height;
+    for (size_t i = 0; i < n; i++) if (image->pixels[i * 4 + 3] != 255) return 0;
+    return 1;
+}
+
+void attache_drop_alpha(attache_image *image) {
+    if (image->channels != 4) return;
+    size_t n = (size_t)image->width * image->height;
+    for (size_t i = 0; i < n; i++) {
+        image->pixels[i * 3] = image->pixels[i * 4];
+        image->pixels[i * 3 + 1] = image->pixels[i * 4 + 1];
+        image->pixels[i * 3 + 2] = image->pixels[i * 4 + 2];
+    }
+    image->channels = 3;
+}
+
+void attache_image_free(attache_image *image) {
+    free(image->pixels);
+    image->pixels = NULL;
+}
+
+void attache_buffer_free(uint8_t *buffer) { free(buffer); }

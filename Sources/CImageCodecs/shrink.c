@@ -1,0 +1,92 @@
+#include "shrink.h"
+#include <stdlib.h>
+#include <string.h>
+
+int attache_shrinker_init(attache_shrinker *s, int in_width, int in_height, int channels, int factor, int premultiply) {
+    memset(s, 0, sizeof(*s));
+    if (factor < 1) factor = 1;
+    s->in_width = in_width;
+    s->in_height = in_height;
+    s->channels = channels;
+    s->factor = factor;
+    s->premultiply = premultiply && channels == 4;
+    s->out_width = (in_width + factor - 1) / factor;
+    s->out_height = (in_height + factor - 1) / factor;
+    s->sums = calloc((size_t)s->out_width * channels, sizeof(uint32_t));
+    s->image.pixels = malloc((size_t)s->out_width * s->out_height * channels);
+    s->image.width = s->out_width;
+    s->image.height = s->out_height;
+    s->image.channels = channels;
+    if (!s->sums || !s->image.pixels) {
+        attache_shrinker_free(s);
+        return 0;
+    }
+    return 1;
+}
+
+static void emit_row(attache_shrinker *s) {
+    if (s->next_out_row >= s->out_height || s->rows_in_sums == 0) return;
+    const int c = s->channels, f = s->factor;
+    uint8_t *dst = s->image.pixels + (size_t)s->next_out_row * s->out_width * c;
+    for (int x = 0; x < s->out_width; x++) {
+        int cols = (x + 1) * f <= s->in_width ? f : s->in_width - x * f;
+        uint32_t n = (uint32_t)cols * (uint32_t)s->rows_in_sums;
+        for (int k = 0; k < c; k++) {
+            dst[x * c + k] = (uint8_t)((s->sums[x * c + k] + n / 2) / n);
+        }
+    }
+    memset(s->sums, 0, (size_t)s->out_width * c * sizeof(uint32_t));
+    s->rows_in_sums = 0;
+    s->next_out_row++;
+}
+
+void attache_shrinker_push(attache_shrinker *s, const uint8_t *row) {
+    const int c = s->channels, f = s->factor;
+    if (f == 1 && !s->premultiply) {
+        if (s->next_out_row < s->out_height)
+            memcpy(s->image.pixels + (size_t)s->next_out_row++ * s->out_width * c, row, (size_t)s->in_width * c);
+        return;
+    }
+    uint32_t *sums = s->sums;
+    if (c == 3) {
+        for (int x = 0, ox = 0; x < s->in_width; ox++) {
+            uint32_t r = 0, g = 0, b = 0;
+            int end = x + f < s->in_width ? x + f : s->in_width;
+            for (; x < end; x++) { r += row[x * 3]; g += row[x * 3 + 1]; b += row[x * 3 + 2]; }
+            sums[ox * 3] += r; sums[ox * 3 + 1] += g; sums[ox * 3 + 2] += b;
+        }
+    } else {
+        for (int x = 0; x < s->in_width; x++) {
+            const uint8_t *p = row + x * 4;
+            uint32_t *d = sums + (x / f) * 4;
+            uint32_t a = p[3];
+            if (s->premultiply) {
+                d[0] += (p[0] * a + 127) / 255; d[1] += (p[1] * a + 127) / 255; d[2] += (p[2] * a + 127) / 255;
+            } else {
+                d[0] += p[0]; d[1] += p[1]; d[2] += p[2];
+            }
+            d[3] += a;
+        }
+    }
+    if (++s->rows_in_sums == f) emit_row(s);
+}
+
+void attache_shrinker_finish(attache_shrinker *s, attache_image *out) {
+    emit_row(s);
+    // Rows the decoder never delivered stay defined (black / transparent), never uninitialised.
+    if (s->next_out_row < s->out_height) {
+        size_t done = (size_t)s->next_out_row * s->out_width * s->channels;
+        memset(s->image.pixels + done, 0, (size_t)s->out_width * s->out_height * s->channels - done);
+    }
+    *out = s->image;
+    s->image.pixels = NULL;
+    free(s->sums);
+    s->sums = NULL;
+}
+
+void attache_shrinker_free(attache_shrinker *s) {
+    free(s->sums);
+    free(s->image.pixels);
+    s->sums = NULL;
+    s->image.pixels = NULL;
+}

@@ -1,0 +1,22 @@
+// Box shrink for rows streamed out of a decoder: keeps one row of sums, so memory stays at the
+// size of the output plus one accumulator row, whatever the size of the source.
+#ifndef ATTACHE_SHRINK_H
+#define ATTACHE_SHRINK_H
+#include "attache_codecs.h"
+
+typedef struct {
+    int in_width, in_height, channels, factor;
+    int out_width, out_height;
+    uint32_t *sums;
+    int rows_in_sums;
+    int next_out_row;
+    int premultiply;   // the rows are straight RGBA: premultiply before summing
+    attache_image image;
+} attache_shrinker;
+
+int attache_shrinker_init(attache_shrinker *s, int in_width, int in_height, int channels, int factor, int premultiply);
+void attache_shrinker_push(attache_shrinker *s, const uint8_t *row);
+/// Flushes a partial last block and hands the image over (the shrinker no longer owns it).
+void attache_shrinker_finish(attache_shrinker *s, attache_image *out);
+void attache_shrinker_free(attache_shrinker *s);
+#endif
