@@ -46,7 +46,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "AttacheTesting", swiftSettings: strict),
+        .target(name: "AttacheTesting", dependencies: ["AttacheSupport"], swiftSettings: strict),
         .executableTarget(
             name: "attache",
             dependencies: [

@@ -1,0 +1,155 @@
+import AttacheSupport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A media origin for tests, demos and developers: serves files from a folder (or from memory)
+/// on loopback, with faults chosen per request (see `OriginFault`). Plain sockets and one thread
+/// per connection, so a stalled or hanging answer never holds up another.
+public final class Origin: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// Files are served from here, by path.
+        public var root: String?
+        /// Files served from memory, by path (`/cat.jpg`); they win over `root`.
+        public var files: [String: [UInt8]]
+
+        public init(host: String = "127.0.0.1", port: Int = 0, root: String? = nil, files: [String: [UInt8]] = [:]) {
+            self.host = host
+            self.port = port
+            self.root = root
+            self.files = files
+        }
+    }
+
+    public struct Statistics: Sendable {
+        public var connections = 0
+        public var requests = 0
+        public var requestsByPath: [String: Int] = [:]
+    }
+
+    private struct State {
+        var stats = Statistics()
+        var stopped = false
+        var sockets: Set<Int32> = []
+    }
+
+    private let state = Mutex(State())
+    private let listener: Int32
+    private let configuration: Configuration
+    public let port: Int
+
+    public init(configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw OriginError("socket failed") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
+            close(fd)
+            throw OriginError("origin host must be an IPv4 address, got \(configuration.host)")
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 1024) == 0 else {
+            close(fd)
+            throw OriginError("cannot listen on \(configuration.host):\(configuration.port)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        startDetachedThread(name: "origin-accept") { [self] in self.acceptLoop() }
+    }
+
+    /// `http://127.0.0.1:PORT/path`.
+    public func url(_ path: String) -> String {
+        "http://\(configuration.host):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+    }
+
+    public var statistics: Statistics { state.withLock { $0.stats } }
+
+    public var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Stops listening and closes every open connection, stalled ones included.
+    public func stop() {
+        let sockets = state.withLock { s -> Set<Int32> in
+            s.stopped = true
+            return s.sockets
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in sockets { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit {
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while !isStopped {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            var yes: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            let admitted = state.withLock { s -> Bool in
+                guard !s.stopped else { return false }
+                s.stats.connections += 1
+                s.sockets.insert(fd)
+                return true
+            }
+            guard admitted else { close(fd); break }
+            startDetachedThread(name: "origin-conn") { [self] in
+                var connection = OriginConnection(fd: fd, origin: self)
+                connection.serve()
+                state.withLock { _ = $0.sockets.remove(fd) }
+                close(fd)
+            }
+        }
+    }
+
+    func record(path: String) {
+        state.withLock {
+            $0.stats.requests += 1
+            $0.stats.requestsByPath[path, default: 0] += 1
+        }
+    }
+
+    func file(at path: String) -> [UInt8]? {
+        if let bytes = configuration.files[path] { return bytes }
+        guard let root = configuration.root, !path.contains(".."), path.hasPrefix("/") else { return nil }
+        return readWholeFile(root + path)
+    }
+}
+
+public struct OriginError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func readWholeFile(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return nil }
+        offset += n
+    }
+    return bytes
+}

@@ -1,0 +1,249 @@
+import AttacheTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import AttacheFetch
+
+/// Every test talks only to an in-process origin on 127.0.0.1, port 0.
+@Suite struct FetchEngineTests {
+    static let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    static let gzipHello: [UInt8] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0x03, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0, 0x86, 0xa6, 0x10, 0x36, 0x05, 0, 0, 0]
+
+    let origin: Origin
+    let loopback = AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])
+
+    init() throws {
+        origin = try Origin(configuration: .init(files: ["/media.bin": Self.body, "/small.bin": [1, 2, 3], "/hello.gz": Self.gzipHello]))
+    }
+
+    func engine(_ policy: AddressPolicy? = nil, memoryThreshold: Int = 1 << 20, tempDirectory: String = "/tmp") throws -> FetchEngine {
+        try FetchEngine(configuration: .init(policy: policy ?? loopback, memoryThreshold: memoryThreshold, tempDirectory: tempDirectory))
+    }
+
+    func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = .seconds(5), maxBytes: Int = 50 << 20,
+               resolve: [String] = []) async -> Result<FetchResult, FetchError> {
+        do {
+            return .success(try await engine.fetch(FetchRequest(url: url, maxBytes: maxBytes, resolve: resolve),
+                                                   deadline: .now + deadline))
+        } catch let error as FetchError {
+            return .failure(error)
+        } catch {
+            return .failure(FetchError(.fetchFailed, "\(error)"))
+        }
+    }
+
+    func reason(_ result: Result<FetchResult, FetchError>) -> String {
+        switch result {
+        case .success: return "success"
+        case .failure(let e): return e.reason
+        }
+    }
+
+    @Test func downloadsOverHTTP11WithTimings() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let result = try await fetch(engine, origin.url("/media.bin")).get()
+        #expect(result.status == 200)
+        #expect(try result.body.readAll() == Self.body)
+        #expect(result.bytes == Self.body.count)
+        #expect(result.connectedIP == "127.0.0.1")
+        #expect(result.timings.total >= result.timings.firstByte)
+        #expect(result.redirects == 0)
+    }
+
+    @Test func followsARedirectChainOfFive() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let result = try await fetch(engine, origin.url("/small.bin?redirect=5")).get()
+        #expect(result.redirects == 5)
+        #expect(try result.body.readAll() == [1, 2, 3])
+    }
+
+    @Test func stopsASixHopChain() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        #expect(reason(await fetch(engine, origin.url("/small.bin?redirect=6"))) == "fetch-failed")
+    }
+
+    @Test(arguments: ["2130706433", "0x7f000001", "127.1", "0", "[::ffff:127.0.0.1]", "[::1]"])
+    func deniesEveryLoopbackSpelling(_ host: String) async throws {
+        let engine = try engine(AddressPolicy())
+        defer { engine.shutdown(); origin.stop() }
+        let result = await fetch(engine, "http://\(host):\(origin.port)/small.bin")
+        #expect(reason(result) == "address-denied")
+        #expect(origin.statistics.connections == 0)
+    }
+
+    @Test func deniesANameThatResolvesToLoopback() async throws {
+        let engine = try engine(AddressPolicy())
+        defer { engine.shutdown(); origin.stop() }
+        let url = "http://media.example.com:\(origin.port)/small.bin"
+        let result = await fetch(engine, url, resolve: ["media.example.com:\(origin.port):127.0.0.1"])
+        #expect(reason(result) == "address-denied")
+        #expect(origin.statistics.connections == 0)
+        // The same name with the address allowed goes through: the denial was about the address.
+        let allowed = try self.engine()
+        defer { allowed.shutdown() }
+        #expect(reason(await fetch(allowed, url, resolve: ["media.example.com:\(origin.port):127.0.0.1"])) == "success")
+    }
+
+    @Test func deniesARedirectToADeniedAddress() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let result = await fetch(engine, origin.url("/small.bin?location=http://127.0.0.2:\(origin.port)/small.bin"))
+        #expect(reason(result) == "address-denied")
+    }
+
+    @Test(arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"])
+    func refusesRedirectsToOtherSchemes(_ target: String) async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        #expect(reason(await fetch(engine, origin.url("/small.bin?location=\(target)"))) == "fetch-failed")
+    }
+
+    @Test func refusesOtherSchemesAndUserInfo() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        #expect(reason(await fetch(engine, "file:///etc/passwd")) == "fetch-failed")
+        #expect(reason(await fetch(engine, "http://user:pw@127.0.0.1:\(origin.port)/small.bin")) == "fetch-failed")
+        #expect(origin.statistics.requests == 0)
+    }
+
+    @Test func rejectsAHugeContentLengthBeforeTheBody() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let start = ContinuousClock.now
+        let result = await fetch(engine, origin.url("/media.bin?length=10000000000&rate=1000"), maxBytes: 10 << 20)
+        #expect(reason(result) == "too-large")
+        #expect(start.duration(to: .now) < .milliseconds(500))  // the body drips at 1 KB/s: never waited for
+    }
+
+    @Test func stopsAnEndlessBodyAtTheCap() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        #expect(reason(await fetch(engine, origin.url("/small.bin?endless=1"), maxBytes: 1 << 20)) == "too-large")
+    }
+
+    @Test(arguments: [1, 2048])
+    func stopsADripAtTheDeadline(_ rate: Int) async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let start = ContinuousClock.now
+        let result = await fetch(engine, origin.url("/media.bin?rate=\(rate)"), deadline: .milliseconds(800))
+        let elapsed = start.duration(to: .now)
+        #expect(reason(result) == "timeout")
+        #expect(elapsed < .milliseconds(850))
+    }
+
+    @Test func stopsAServerThatNeverAnswersAtTheDeadline() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let start = ContinuousClock.now
+        let result = await fetch(engine, origin.url("/media.bin?hang=1"), deadline: .milliseconds(300))
+        #expect(reason(result) == "timeout")
+        #expect(start.duration(to: .now) < .milliseconds(350))
+    }
+
+    @Test func reportsHTTPErrors() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        guard case .failure(let error) = await fetch(engine, origin.url("/missing.jpg")) else {
+            Issue.record("a 404 succeeded")
+            return
+        }
+        #expect(error.reason == "fetch-failed")
+        #expect(error.status == 404)
+    }
+
+    @Test func doesNotInflateGzip() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let result = try await fetch(engine, origin.url("/hello.gz?encoding=gzip")).get()
+        #expect(try result.body.readAll() == Self.gzipHello)
+    }
+
+    @Test func thePrefixInspectorStopsEarly() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let request = FetchRequest(url: origin.url("/media.bin?rate=20000"), prefixLength: 16) { _ in
+            .reject(reason: "unsupported-type", message: "not media")
+        }
+        let start = ContinuousClock.now
+        do {
+            _ = try await engine.fetch(request, deadline: .now + .seconds(5))
+            Issue.record("the inspector's refusal was ignored")
+        } catch let error as FetchError {
+            #expect(error.reason == "unsupported-type")
+            #expect(start.duration(to: .now) < .seconds(1))
+        }
+    }
+
+    @Test func bigBodiesSpillToATempFileThatIsRemoved() async throws {
+        let directory = try makeTempDirectory()
+        let engine = try engine(memoryThreshold: 4096, tempDirectory: directory)
+        defer { engine.shutdown(); origin.stop() }
+        do {
+            let result = try await fetch(engine, origin.url("/media.bin")).get()
+            #expect(result.body.path != nil)
+            #expect(try result.body.readAll() == Self.body)
+            #expect(listDirectory(directory).count == 1)
+        }
+        #expect(listDirectory(directory).isEmpty)
+    }
+
+    @Test func cancellationFreesTheTransferAndItsTempFile() async throws {
+        let directory = try makeTempDirectory()
+        let engine = try engine(memoryThreshold: 1024, tempDirectory: directory)
+        defer { engine.shutdown(); origin.stop() }
+        let url = origin.url("/media.bin?rate=20000")
+        let task = Task { try await engine.fetch(FetchRequest(url: url), deadline: .now + .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(listDirectory(directory).count == 1)  // the body is being written
+        let start = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        #expect(start.duration(to: .now) < .milliseconds(100))
+        #expect(throws: CancellationError.self) { try result.get() }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(engine.inFlight == 0)
+        #expect(listDirectory(directory).isEmpty)
+    }
+
+    @Test func twoHundredConcurrentTransfersReuseConnections() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let url = origin.url("/media.bin")
+        let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 {
+                group.addTask { try await engine.fetch(FetchRequest(url: url), deadline: .now + .seconds(20)).bytes }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(sizes.count == 200)
+        #expect(sizes.allSatisfy { $0 == Self.body.count })
+        // At most 16 connections per host by default; the rest of the 200 reused them.
+        print("200 transfers opened \(engine.connectionsOpened) connections (origin saw \(origin.statistics.connections))")
+        #expect(origin.statistics.connections <= 16)
+        #expect(engine.connectionsOpened == origin.statistics.connections)
+    }
+}
+
+func makeTempDirectory() throws -> String {
+    var template = Array("/tmp/attache-test-XXXXXX".utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        throw FetchError(.fetchFailed, "mkdtemp failed")
+    }
+    return String(cString: made)
+}
+
+func listDirectory(_ path: String) -> [String] {
+    guard let dir = opendir(path) else { return [] }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
