@@ -36,7 +36,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AttacheSupport", swiftSettings: strict),
-        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", swiftSettings: strict),
         .target(
             name: "Attache",

@@ -1,0 +1,57 @@
+import AttacheFetch
+import AttacheMedia
+import AttachePayload
+import AttacheStore
+import Logging
+
+/// Everything `attache enrich` (and tests, and later the service) configures, in one place.
+public struct EnrichmentOptions: Sendable {
+    public var deadline: Duration = .seconds(10)
+    public var onTimeout: TimeoutPolicy = .original
+    public var mediaDirectory: String = "./attache-media"
+    public var publicBaseURL: String?
+    public var allowedAddresses: [CIDR] = []
+    public var thumbnailSize = 320
+    public var displaySize = 1080
+    public var maxPayloadBytes = PayloadBudget.apns
+    public var attachmentsKey = "attachments"
+    public var maxAttachments = 4
+    public var genericKeys = ["media-url", "image-url"]
+
+    public init() {}
+}
+
+/// The runtime plus the shared media services, built from options: what a command runs.
+public struct Enrichment: Sendable {
+    public let runtime: ExtensionRuntime
+    public let services: MediaServices
+
+    public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
+        let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL)
+        let engine = try FetchEngine(
+            configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), tempDirectory: store.directory),
+            logger: logger
+        )
+        let configuration = EnrichConfiguration(
+            dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
+            render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
+            rewriteSourceURLs: options.publicBaseURL != nil
+        )
+        services = MediaServices(engine: engine, store: store, configuration: configuration,
+                                 attachmentsKey: options.attachmentsKey, logger: logger)
+        runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
+            deadline: options.deadline, onTimeout: options.onTimeout,
+            attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes
+        ))
+    }
+
+    /// Enriches one payload with the default media extension.
+    public func enrich(_ bytes: [UInt8], identifier: String = "payload") async throws(PayloadError) -> Emission {
+        let services = self.services
+        return try await runtime.process(bytes, identifier: identifier) { services.makeExtension() }
+    }
+
+    public func shutdown() {
+        services.engine.shutdown()
+    }
+}

@@ -1,0 +1,136 @@
+import AttachePayload
+
+/// What the runtime does when the deadline passes first.
+public enum TimeoutPolicy: String, Sendable, CaseIterable {
+    /// Emit the original bytes, unchanged.
+    case original
+    /// Emit what the extension had finished (its `serviceExtensionTimeWillExpire` result).
+    case bestAttempt = "best-attempt"
+}
+
+public struct RuntimeConfiguration: Sendable {
+    public var deadline: Duration
+    public var onTimeout: TimeoutPolicy
+    /// The key the attachments array goes under.
+    public var attachmentsKey: String
+    public var maxPayloadBytes: Int
+    public var parser: JSONParser
+
+    public init(
+        deadline: Duration = .seconds(10),
+        onTimeout: TimeoutPolicy = .original,
+        attachmentsKey: String = "attachments",
+        maxPayloadBytes: Int = PayloadBudget.apns,
+        parser: JSONParser = JSONParser()
+    ) {
+        self.deadline = deadline
+        self.onTimeout = onTimeout
+        self.attachmentsKey = attachmentsKey
+        self.maxPayloadBytes = maxPayloadBytes
+        self.parser = parser
+    }
+}
+
+/// One payload's answer: the bytes to send, and the report.
+public struct Emission: Sendable {
+    public var bytes: [UInt8]
+    public var report: EnrichReport
+    public var outcome: Outcome { report.outcome }
+    public var reason: Reason? { report.reason }
+}
+
+/// Runs an extension on one payload under one deadline, like iOS runs an NSE: whatever the
+/// extension does, exactly one payload comes out — the new content when it finished in time and
+/// fits the APNs budget, else the original bytes (or the best attempt, when so configured).
+public struct ExtensionRuntime: Sendable {
+    public var configuration: RuntimeConfiguration
+
+    public init(configuration: RuntimeConfiguration = RuntimeConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// Throws only for input that is not a payload (not a JSON object, too deep, too large).
+    public func process(
+        _ bytes: [UInt8],
+        identifier: String = "payload",
+        makeExtension: @Sendable () -> any AsyncNotificationServiceExtension
+    ) async throws(PayloadError) -> Emission {
+        let start = ContinuousClock.now
+        let deadline = start + configuration.deadline
+        let payload = try Payload(bytes: bytes, parser: configuration.parser)
+
+        guard payload.isMutable else {
+            return emit(payload.original, .passthrough, .notMutable, [], start: start)
+        }
+        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline)
+        let ext = makeExtension()
+
+        enum Race: Sendable {
+            case finished(ExtensionResult)
+            case deadline
+        }
+        let first = await withTaskGroup(of: Race.self) { group -> Race in
+            group.addTask { .finished(await ext.didReceive(request)) }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return .deadline
+            }
+            let first = await group.next() ?? .deadline
+            if case .deadline = first {
+                // Best attempt is taken before cancelling, while the extension can still answer.
+                let best = ext.serviceExtensionTimeWillExpire()
+                group.cancelAll()
+                return best.map { .finished(ExtensionResult(content: $0.content, outcome: .fallback, reason: .timeout, attachments: $0.attachments)) } ?? .deadline
+            }
+            group.cancelAll()
+            return first
+        }
+
+        switch first {
+        case .deadline:
+            return emit(payload.original, .fallback, .timeout, [], start: start)
+        case .finished(let result) where result.outcome == .fallback && result.reason == .timeout:
+            // The deadline fired: the best attempt goes out only when asked for and usable.
+            let pending = result.attachments.map { a -> AttachmentReport in
+                var a = a
+                if a.outcome == "pending" { a.outcome = "failed"; a.reason = .timeout }
+                return a
+            }
+            let attached = pending.contains { $0.outcome == "attached" }
+            if configuration.onTimeout == .bestAttempt, attached, let encoded = encode(result.content, original: payload) {
+                return emit(encoded, .partial, .timeout, pending, start: start)
+            }
+            return emit(payload.original, .fallback, .timeout, pending, start: start)
+        case .finished(let result):
+            if result.outcome == .fallback || result.outcome == .passthrough {
+                return emit(payload.original, result.outcome, result.reason, result.attachments, start: start)
+            }
+            if !result.content.attachments.isEmpty && payload.root.contains(configuration.attachmentsKey) {
+                return emit(payload.original, .fallback, .keyConflict, result.attachments, start: start)
+            }
+            guard let encoded = encode(result.content, original: payload) else {
+                return emit(payload.original, .fallback, .payloadTooLarge, result.attachments, start: start)
+            }
+            return emit(encoded, result.outcome, result.reason, result.attachments, start: start)
+        }
+    }
+
+    /// The content as bytes within the APNs budget, trimming optional attachment fields first.
+    private func encode(_ content: NotificationContent, original: Payload) -> [UInt8]? {
+        if content.attachments.isEmpty {
+            if content.userInfo == original.root { return original.original }
+            let bytes = JSONWriter.bytes(.object(content.userInfo))
+            return bytes.count <= configuration.maxPayloadBytes ? bytes : nil
+        }
+        return PayloadBudget.fit(content.userInfo, entries: content.attachments, key: configuration.attachmentsKey,
+                                 maxBytes: configuration.maxPayloadBytes)
+    }
+
+    private func emit(_ bytes: [UInt8], _ outcome: Outcome, _ reason: Reason?, _ attachments: [AttachmentReport],
+                      start: ContinuousClock.Instant) -> Emission {
+        Emission(bytes: bytes, report: EnrichReport(
+            outcome: outcome, reason: reason, elapsedMs: start.duration(to: .now).milliseconds,
+            deadlineMs: configuration.deadline.milliseconds, payloadBytes: bytes.count, attachments: attachments
+        ))
+    }
+}

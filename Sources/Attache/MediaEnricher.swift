@@ -1,0 +1,238 @@
+import AttacheFetch
+import AttacheMedia
+import AttachePayload
+import AttacheStore
+import AttacheSupport
+import Logging
+import Synchronization
+
+public struct EnrichConfiguration: Sendable {
+    public var dialects: DialectReader
+    public var render: RenderOptions
+    public var limits: MediaLimits
+    /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
+    /// so an unchanged device SDK fetches the checked file).
+    public var rewriteSourceURLs: Bool
+
+    public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
+                limits: MediaLimits = MediaLimits(), rewriteSourceURLs: Bool = false) {
+        self.dialects = dialects
+        self.render = render
+        self.limits = limits
+        self.rewriteSourceURLs = rewriteSourceURLs
+    }
+}
+
+/// What every payload's enricher shares: the fetch engine, the store, the decoder threads.
+public final class MediaServices: Sendable {
+    public let engine: FetchEngine
+    public let store: any MediaStore
+    public let pool: BlockingPool
+    public let configuration: EnrichConfiguration
+    public let attachmentsKey: String
+    let pipeline: ImagePipeline
+    let logger: Logger
+
+    public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
+                pool: BlockingPool = .shared, logger: Logger = Logger(label: "attache")) {
+        self.engine = engine
+        self.store = store
+        self.pool = pool
+        self.configuration = configuration
+        self.attachmentsKey = attachmentsKey
+        self.pipeline = ImagePipeline(limits: configuration.limits)
+        self.logger = logger
+    }
+
+    /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
+    public func makeExtension() -> MediaEnricher {
+        MediaEnricher(services: self)
+    }
+}
+
+/// The default extension: finds media in every dialect, fetches, validates, renders, stores and
+/// attaches it.
+public final class MediaEnricher: AsyncNotificationServiceExtension {
+    private struct State {
+        var request: NotificationRequest?
+        var mediaRequests: [MediaRequest] = []
+        var reports: [AttachmentReport] = []
+        var entries: [Int: AttachmentEntry] = [:]
+    }
+
+    private let services: MediaServices
+    private let state = Mutex(State())
+
+    init(services: MediaServices) {
+        self.services = services
+    }
+
+    public func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
+        let root = request.payload.root
+        let mediaRequests = services.configuration.dialects.requests(in: root)
+        guard !mediaRequests.isEmpty else {
+            return ExtensionResult(content: request.content, outcome: .passthrough, reason: .noMedia)
+        }
+        guard !root.contains(services.attachmentsKey) else {
+            return ExtensionResult(content: request.content, outcome: .fallback, reason: .keyConflict)
+        }
+        state.withLock { s in
+            s.request = request
+            s.mediaRequests = mediaRequests
+            s.reports = mediaRequests.map { AttachmentReport(id: $0.id, source: $0.url) }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, media) in mediaRequests.enumerated() {
+                group.addTask { await self.attach(media, index: index, deadline: request.deadline) }
+            }
+        }
+        return snapshot(final: true) ?? ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout)
+    }
+
+    public func serviceExtensionTimeWillExpire() -> ExtensionResult? {
+        snapshot(final: false)
+    }
+
+    /// The content with what is attached so far, and the outcome it amounts to.
+    private func snapshot(final: Bool) -> ExtensionResult? {
+        state.withLock { s in
+            guard let request = s.request else { return nil }
+            var content = request.content
+            let attached = s.mediaRequests.indices.filter { s.entries[$0] != nil }
+            content.attachments = attached.compactMap { s.entries[$0] }
+            if services.configuration.rewriteSourceURLs {
+                var root = JSONValue.object(content.userInfo)
+                for i in attached {
+                    for location in s.mediaRequests[i].locations {
+                        root.replace(at: location[...], with: .string(s.entries[i]!.url))
+                    }
+                }
+                content.userInfo = root.objectValue ?? content.userInfo
+            }
+            if !attached.isEmpty, let airship = services.configuration.dialects.airshipContent(in: request.payload.root) {
+                content.userInfo.setAlert(title: airship.title, subtitle: airship.subtitle, body: airship.body)
+            }
+            let firstFailure = s.reports.first { $0.outcome == "failed" }?.reason
+            let outcome: Outcome
+            if !final { outcome = .fallback }
+            else if attached.count == s.mediaRequests.count { outcome = .enriched }
+            else if attached.isEmpty { outcome = .fallback }
+            else { outcome = .partial }
+            let reason: Reason? = final ? (outcome == .enriched ? nil : firstFailure) : .timeout
+            return ExtensionResult(content: content, outcome: outcome, reason: reason, attachments: s.reports)
+        }
+    }
+
+    private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
+        state.withLock { change(&$0.reports[index]) }
+    }
+
+    private func fail(_ index: Int, _ reason: Reason, _ message: String) {
+        update(index) {
+            $0.outcome = "failed"
+            $0.reason = reason
+            $0.message = message
+        }
+    }
+
+    private func attach(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async {
+        do {
+            let entry = try await fetchAndRender(media, index: index, deadline: deadline)
+            state.withLock { s in
+                s.entries[index] = entry
+                s.reports[index].outcome = "attached"
+            }
+        } catch let error as FetchError {
+            fail(index, Task.isCancelled ? .timeout : Reason(code: error.reason), error.message)
+        } catch let error as MediaError {
+            fail(index, Reason(code: error.reason), error.message)
+        } catch let error as StoreError {
+            fail(index, .storeFailed, error.message)
+        } catch {
+            fail(index, .timeout, "cancelled at the deadline")
+        }
+    }
+
+    private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
+        let limits = services.configuration.limits
+        let request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
+            Self.judgePrefix(prefix, limits: limits)
+        }
+        let fetched = try await services.engine.fetch(request, deadline: deadline)
+        update(index) { r in
+            r.httpStatus = fetched.status
+            r.connectedIP = fetched.connectedIP
+            r.redirects = fetched.redirects
+            r.bytes = fetched.bytes
+            r.timings.dns = fetched.timings.dns
+            r.timings.connect = fetched.timings.connect
+            r.timings.tls = fetched.timings.tls
+            r.timings.firstByte = fetched.timings.firstByte
+            r.timings.download = max(0, fetched.timings.total - fetched.timings.firstByte)
+        }
+
+        let pipeline = services.pipeline
+        let inspectStart = ContinuousClock.now
+        let (bytes, header) = try await services.pool.run { _ in
+            let bytes = try fetched.body.readAll()
+            return (bytes, try pipeline.inspect(bytes))
+        }
+        update(index) { r in
+            r.kind = header.format.kind.rawValue
+            r.format = header.format.rawValue
+            r.timings.inspect = inspectStart.duration(to: .now).milliseconds
+        }
+
+        var renderOptions = services.configuration.render
+        renderOptions.clip = media.options.clippingRect
+        let options = renderOptions
+        let renderStart = ContinuousClock.now
+        let rendition = try await services.pool.run { abort in
+            try pipeline.render(bytes, header: header, options: options, abort: abort)
+        }
+        update(index) { $0.timings.render = renderStart.duration(to: .now).milliseconds }
+
+        let storeStart = ContinuousClock.now
+        let store = services.store
+        let (main, thumbnail) = try await services.pool.run { _ in
+            let main: (StoredMedia, MediaFormat, Int, Int, Int)
+            if let display = rendition.display {
+                main = (try store.put(display.bytes, fileExtension: display.format.fileExtension), display.format,
+                        display.bytes.count, display.width, display.height)
+            } else {
+                main = (try store.put(bytes, fileExtension: header.format.fileExtension), header.format,
+                        bytes.count, header.displayWidth, header.displayHeight)
+            }
+            let t = rendition.thumbnail
+            return (main, try store.put(t.bytes, fileExtension: t.format.fileExtension))
+        }
+        update(index) { $0.timings.store = storeStart.duration(to: .now).milliseconds }
+
+        return AttachmentEntry(
+            id: media.id, url: main.0.url, type: main.1.uti, bytes: main.2, width: main.3, height: main.4,
+            frames: header.frames > 1 ? header.frames : nil,
+            thumbnail: .init(url: thumbnail.url, width: rendition.thumbnail.width, height: rendition.thumbnail.height),
+            options: media.options
+        )
+    }
+
+    /// Sniffs the first bytes while they arrive: anything but an image iOS shows stops here.
+    static func judgePrefix(_ prefix: [UInt8], limits: MediaLimits) -> PrefixVerdict {
+        guard let format = Sniffer.sniff(prefix) else {
+            let text = String(decoding: prefix.prefix(256), as: UTF8.self).lowercased()
+            if text.contains("<html") || text.contains("<!doctype") {
+                return .reject(reason: "unsupported-type", message: "an HTML page, not media")
+            }
+            return .reject(reason: "unsupported-type", message: "not a recognised media format")
+        }
+        guard format.kind == .image else {
+            return .reject(reason: "unsupported-type", message: "\(format.rawValue) \(format.kind.rawValue) is not supported yet")
+        }
+        guard format.isSupportedByIOS else {
+            return .reject(reason: "unsupported-type", message: "\(format.rawValue) is not an image iOS can show")
+        }
+        // A JPEG or PNG over the cap can still become a display copy; take up to twice the cap.
+        let cap = format == .gif ? limits.imageBytes : limits.imageBytes * 2
+        return .accept(maxBytes: cap)
+    }
+}

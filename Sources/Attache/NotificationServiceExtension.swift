@@ -1,0 +1,70 @@
+import AttachePayload
+
+/// The content of a notification: its payload (`userInfo`, every key kept in order) and the
+/// attachments an extension adds. Alert accessors read and write `aps.alert`.
+public struct NotificationContent: Sendable, Equatable {
+    public var userInfo: JSONObject
+    public var attachments: [AttachmentEntry]
+
+    public init(userInfo: JSONObject, attachments: [AttachmentEntry] = []) {
+        self.userInfo = userInfo
+        self.attachments = attachments
+    }
+
+    public var title: String? {
+        get { userInfo.alertTitle }
+        set { userInfo.setAlert(title: newValue, subtitle: nil, body: nil) }
+    }
+
+    public var body: String? {
+        get { userInfo.alertBody }
+        set { userInfo.setAlert(title: nil, subtitle: nil, body: newValue) }
+    }
+}
+
+public struct NotificationRequest: Sendable {
+    public let identifier: String
+    public let content: NotificationContent
+    /// The payload as received, original bytes included.
+    public let payload: Payload
+    /// When the runtime stops waiting (what `serviceExtensionTimeWillExpire` is about).
+    public let deadline: ContinuousClock.Instant
+
+    public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant) {
+        self.identifier = identifier
+        self.payload = payload
+        self.deadline = deadline
+        self.content = NotificationContent(userInfo: payload.root)
+    }
+}
+
+/// The shape of Apple's `UNNotificationServiceExtension`, so NSE logic written for iOS runs on
+/// Linux: `didReceive` gets the request and a handler to call once with the new content;
+/// `serviceExtensionTimeWillExpire` is the last chance to deliver a best attempt.
+public protocol NotificationServiceExtension: AnyObject, Sendable {
+    func didReceive(_ request: NotificationRequest, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void)
+    func serviceExtensionTimeWillExpire()
+}
+
+/// What an async extension hands back: the content, and how it went.
+public struct ExtensionResult: Sendable {
+    public var content: NotificationContent
+    public var outcome: Outcome
+    public var reason: Reason?
+    public var attachments: [AttachmentReport]
+
+    public init(content: NotificationContent, outcome: Outcome, reason: Reason? = nil, attachments: [AttachmentReport] = []) {
+        self.content = content
+        self.outcome = outcome
+        self.reason = reason
+        self.attachments = attachments
+    }
+}
+
+/// The async form the runtime drives. It must return promptly when its task is cancelled
+/// (the runtime cancels it at the deadline).
+public protocol AsyncNotificationServiceExtension: Sendable {
+    func didReceive(_ request: NotificationRequest) async -> ExtensionResult
+    /// Called once at the deadline, while `didReceive` may still be running: the best attempt so far.
+    func serviceExtensionTimeWillExpire() -> ExtensionResult?
+}

@@ -1,0 +1,99 @@
+import AttachePayload
+
+/// Milliseconds spent in each stage of one attachment.
+public struct StageTimings: Sendable, Equatable {
+    public var dns = 0.0, connect = 0.0, tls = 0.0, firstByte = 0.0, download = 0.0
+    public var inspect = 0.0, render = 0.0, store = 0.0
+    public init() {}
+
+    var json: JSONValue {
+        .object(JSONObject([
+            "dns": .milliseconds(dns), "connect": .milliseconds(connect), "tls": .milliseconds(tls),
+            "first_byte": .milliseconds(firstByte), "download": .milliseconds(download), "inspect": .milliseconds(inspect),
+            "render": .milliseconds(render), "store": .milliseconds(store),
+        ]))
+    }
+}
+
+/// What happened to one media request.
+public struct AttachmentReport: Sendable, Equatable {
+    public var id: String
+    public var source: String
+    /// `attached`, `failed`, or `pending` (still running when the deadline fired).
+    public var outcome: String
+    public var reason: Reason?
+    public var message: String?
+    public var kind: String?
+    public var format: String?
+    public var bytes: Int?
+    public var httpStatus: Int?
+    public var connectedIP: String?
+    public var redirects: Int?
+    public var timings = StageTimings()
+
+    public init(id: String, source: String, outcome: String = "pending") {
+        self.id = id
+        self.source = source
+        self.outcome = outcome
+    }
+
+    var json: JSONValue {
+        var o = JSONObject()
+        o["id"] = .string(id)
+        o["source"] = .string(source)
+        o["outcome"] = .string(outcome)
+        o["reason"] = reason.map { .string($0.description) } ?? .null
+        if let message { o["message"] = .string(message) }
+        o["kind"] = kind.map(JSONValue.string) ?? .null
+        o["format"] = format.map(JSONValue.string) ?? .null
+        o["bytes"] = bytes.map(JSONValue.int) ?? .null
+        if let httpStatus { o["http_status"] = .int(httpStatus) }
+        if let connectedIP { o["connected_ip"] = .string(connectedIP) }
+        if let redirects { o["redirects"] = .int(redirects) }
+        o["timings"] = timings.json
+        return .object(o)
+    }
+}
+
+/// The report of one payload: outcome, reason, time, and each attachment.
+public struct EnrichReport: Sendable {
+    public var outcome: Outcome
+    public var reason: Reason?
+    public var elapsedMs: Double
+    public var deadlineMs: Double
+    public var payloadBytes: Int
+    public var attachments: [AttachmentReport]
+
+    public var json: JSONValue {
+        .object(JSONObject([
+            "outcome": .string(outcome.rawValue),
+            "reason": reason.map { .string($0.description) } ?? .null,
+            "elapsed_ms": .milliseconds(elapsedMs),
+            "deadline_ms": .milliseconds(deadlineMs),
+            "payload_bytes": .int(payloadBytes),
+            "attachments": .array(attachments.map(\.json)),
+        ]))
+    }
+
+    /// `enriched  2/2 attached  231 ms  1830 bytes` style one-liner for terminals.
+    public var summary: String {
+        let attached = attachments.filter { $0.outcome == "attached" }.count
+        var line = "\(outcome.rawValue)"
+        if let reason { line += " (\(reason))" }
+        line += "  \(attached)/\(attachments.count) attached  \(Int(elapsedMs.rounded())) ms  \(payloadBytes) bytes"
+        return line
+    }
+}
+
+extension JSONValue {
+    /// Milliseconds with one decimal.
+    static func milliseconds(_ value: Double) -> JSONValue {
+        .double((value * 10).rounded() / 10)
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
+    }
+}

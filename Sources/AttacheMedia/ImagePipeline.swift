@@ -1,0 +1,151 @@
+import AttachePayload
+import AttacheSupport
+
+/// An encoded image Attache made (thumbnail or display copy).
+public struct RenderedImage: Sendable {
+    public var bytes: [UInt8]
+    public var format: MediaFormat
+    public var width: Int
+    public var height: Int
+}
+
+public struct RenderOptions: Sendable {
+    /// Longest edge of the thumbnail.
+    public var thumbnailSize: Int
+    /// Longest edge of the display copy, made only when the source is larger (or over its cap).
+    public var displaySize: Int
+    public var clip: MediaOptions.ClipRect?
+    public var jpegQuality: Int
+
+    public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80) {
+        self.thumbnailSize = thumbnailSize
+        self.displaySize = displaySize
+        self.clip = clip
+        self.jpegQuality = jpegQuality
+    }
+}
+
+public struct ImageRendition: Sendable {
+    public var header: ImageHeader
+    public var thumbnail: RenderedImage
+    /// Nil when the validated original is small enough to be stored as it is.
+    public var display: RenderedImage?
+}
+
+/// Inspect (header limits), decode-validate, and render thumbnails and display copies.
+public struct ImagePipeline: Sendable {
+    public var limits: MediaLimits
+
+    public init(limits: MediaLimits = MediaLimits()) {
+        self.limits = limits
+    }
+
+    /// Header facts, with every limit that can be checked before a pixel is allocated.
+    public func inspect(_ bytes: [UInt8]) throws(MediaError) -> ImageHeader {
+        guard let format = Sniffer.sniff(bytes) else {
+            throw MediaError(.unsupportedType, "not a recognised media format")
+        }
+        guard format.kind == .image else {
+            throw MediaError(.unsupportedType, "\(format.rawValue) is \(format.kind.rawValue), not an image")
+        }
+        guard format.isSupportedByIOS else {
+            throw MediaError(.unsupportedType, "\(format.rawValue) is not an image iOS can show")
+        }
+        guard bytes.count <= limits.imageBytes || format != .gif else {
+            throw MediaError(.tooLarge, "\(bytes.count) bytes is over the \(limits.imageBytes)-byte image cap")
+        }
+        let header = try ImageHeader.read(bytes, format: format)
+        if header.frames > limits.maxGIFFrames {
+            throw MediaError(.limitsExceeded, "\(header.frames) frames (limit \(limits.maxGIFFrames))")
+        }
+        let decoded = decodedPixels(header, plan: plan(header, target: 1))
+        if decoded > limits.maxPixels {
+            throw MediaError(.limitsExceeded, "\(header.width)x\(header.height) is over the \(limits.maxPixels)-pixel decode budget")
+        }
+        return header
+    }
+
+    /// Pixels the decoder will hold: a baseline JPEG counts at its DCT-scaled size; a progressive
+    /// JPEG (which keeps every coefficient of the image) and other formats at full size.
+    func decodedPixels(_ header: ImageHeader, plan: DecodePlan) -> Int {
+        if header.format == .jpeg && !header.progressive {
+            let d = plan.jpegScaleDenominator
+            return ((header.width + d - 1) / d) * ((header.height + d - 1) / d)
+        }
+        return header.width * header.height
+    }
+
+    /// The largest reductions that keep the longest edge at or above `target`.
+    func plan(_ header: ImageHeader, target: Int) -> DecodePlan {
+        var plan = DecodePlan()
+        var edge = max(header.width, header.height)
+        if header.format == .jpeg {
+            for d in [8, 4, 2] where (edge + d - 1) / d >= target {
+                plan.jpegScaleDenominator = d
+                break
+            }
+            edge = (edge + plan.jpegScaleDenominator - 1) / plan.jpegScaleDenominator
+        }
+        plan.boxShrink = max(1, edge / max(1, target))
+        while plan.boxShrink > 1 && (edge + plan.boxShrink - 1) / plan.boxShrink < target { plan.boxShrink -= 1 }
+        return plan
+    }
+
+    /// Decodes (validating the whole first frame), then makes the thumbnail and, when the source
+    /// is larger than the display size or over its byte cap, a display copy — from one decode.
+    public func render(_ bytes: [UInt8], header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
+        let longest = max(header.width, header.height)
+        let animated = header.frames > 1
+        let needsDisplay = !animated && (longest > options.displaySize || bytes.count > limits.imageBytes)
+        if animated && bytes.count > limits.imageBytes {
+            throw MediaError(.tooLarge, "animated image of \(bytes.count) bytes is over the \(limits.imageBytes)-byte cap")
+        }
+        let clip = options.clip?.clamped
+        let clipShare = clip.map { min($0.width, $0.height) } ?? 1
+        // Decode to twice the thumbnail (over the clipped share), or to the display size if that is bigger.
+        let thumbTarget = Int((Double(options.thumbnailSize * 2) / clipShare).rounded(.up))
+        let target = needsDisplay ? max(options.displaySize, thumbTarget) : thumbTarget
+        let plan = plan(header, target: min(target, longest))
+        let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)
+
+        var display: RenderedImage?
+        if needsDisplay {
+            display = try make(from: decoded, clip: nil, edge: options.displaySize, orientation: header.orientation, quality: options.jpegQuality)
+        }
+        let thumbnail = try make(from: decoded, clip: clip, edge: options.thumbnailSize, orientation: header.orientation, quality: options.jpegQuality)
+        return ImageRendition(header: header, thumbnail: thumbnail, display: display)
+    }
+
+    private func make(from source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int, quality: Int) throws -> RenderedImage {
+        var pixels = source
+        if let clip {
+            // The clipping rect is in the displayed (oriented) image's units; map it to stored pixels.
+            let r = storedRect(clip, orientation: orientation)
+            let x = Int((r.x * Double(source.width)).rounded()), y = Int((r.y * Double(source.height)).rounded())
+            let w = max(1, min(source.width - x, Int((r.width * Double(source.width)).rounded())))
+            let h = max(1, min(source.height - y, Int((r.height * Double(source.height)).rounded())))
+            pixels = try ImageCodecs.crop(source, x: x, y: y, width: w, height: h)
+        }
+        let scale = min(1, Double(edge) / Double(max(pixels.width, pixels.height)))
+        let w = max(1, Int((Double(pixels.width) * scale).rounded()))
+        let h = max(1, Int((Double(pixels.height) * scale).rounded()))
+        let resized = try ImageCodecs.orient(try ImageCodecs.resize(pixels, width: w, height: h), orientation: orientation)
+        let encoded = try ImageCodecs.encode(resized, quality: quality)
+        return RenderedImage(bytes: encoded.bytes, format: encoded.format, width: resized.width, height: resized.height)
+    }
+
+    /// Maps a rect given on the upright image back onto the stored pixels for EXIF orientation 1–8.
+    func storedRect(_ r: MediaOptions.ClipRect, orientation: Int) -> MediaOptions.ClipRect {
+        let (x, y, w, h) = (r.x, r.y, r.width, r.height)
+        switch orientation {
+        case 2: return .init(x: 1 - x - w, y: y, width: w, height: h)
+        case 3: return .init(x: 1 - x - w, y: 1 - y - h, width: w, height: h)
+        case 4: return .init(x: x, y: 1 - y - h, width: w, height: h)
+        case 5: return .init(x: y, y: x, width: h, height: w)
+        case 6: return .init(x: y, y: 1 - x - w, width: h, height: w)
+        case 7: return .init(x: 1 - y - h, y: 1 - x - w, width: h, height: w)
+        case 8: return .init(x: 1 - y - h, y: x, width: h, height: w)
+        default: return r
+        }
+    }
+}

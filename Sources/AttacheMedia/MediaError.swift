@@ -1,0 +1,70 @@
+/// Why media cannot be attached; `reason` is the fixed string used in outcomes and reports.
+public struct MediaError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unsupportedType = "unsupported-type"
+            case invalidMedia = "invalid-media"
+            case limitsExceeded = "limits-exceeded"
+            case tooLarge = "too-large"
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        /// A kind iOS cannot show (WebP, HEIC, an HTML page…).
+        public static let unsupportedType = Code(.unsupportedType)
+        /// Truncated, corrupt, or not what it claims.
+        public static let invalidMedia = Code(.invalidMedia)
+        /// Pixels, frames, scans or memory over the configured limits.
+        public static let limitsExceeded = Code(.limitsExceeded)
+        /// Bytes over Apple's cap for the kind.
+        public static let tooLarge = Code(.tooLarge)
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var reason: String { code.description }
+    public var description: String { "\(reason): \(message)" }
+}
+
+/// Limits checked before pixels are allocated, and Apple's size caps per kind.
+public struct MediaLimits: Sendable {
+    public var maxPixels: Int
+    public var maxGIFFrames: Int
+    public var maxProgressiveScans: Int
+    public var maxDecoderMemory: Int
+    public var imageBytes: Int
+    public var audioBytes: Int
+    public var videoBytes: Int
+
+    public init(
+        maxPixels: Int = 50_000_000,
+        maxGIFFrames: Int = 1000,
+        maxProgressiveScans: Int = 100,
+        maxDecoderMemory: Int = 256 << 20,
+        imageBytes: Int = 10_000_000,
+        audioBytes: Int = 5_000_000,
+        videoBytes: Int = 50_000_000
+    ) {
+        self.maxPixels = maxPixels
+        self.maxGIFFrames = maxGIFFrames
+        self.maxProgressiveScans = maxProgressiveScans
+        self.maxDecoderMemory = maxDecoderMemory
+        self.imageBytes = imageBytes
+        self.audioBytes = audioBytes
+        self.videoBytes = videoBytes
+    }
+
+    public func byteCap(for kind: MediaKind) -> Int {
+        switch kind {
+        case .image: return imageBytes
+        case .audio: return audioBytes
+        case .video: return videoBytes
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// One entry of the `attachments` array that Attache adds to an enriched payload.
+public struct AttachmentEntry: Sendable, Equatable {
+    public struct Thumbnail: Sendable, Equatable {
+        public var url: String
+        public var width: Int
+        public var height: Int
+        public init(url: String, width: Int, height: Int) {
+            self.url = url
+            self.width = width
+            self.height = height
+        }
+    }
+
+    public var id: String
+    public var url: String
+    /// A UTI: `public.jpeg`, `public.png`, `com.compuserve.gif`, `public.mpeg-4`, …
+    public var type: String
+    public var bytes: Int
+    public var width: Int?
+    public var height: Int?
+    public var frames: Int?
+    public var duration: Double?
+    public var thumbnail: Thumbnail?
+    public var options: MediaOptions
+
+    public init(id: String, url: String, type: String, bytes: Int, width: Int? = nil, height: Int? = nil,
+                frames: Int? = nil, duration: Double? = nil, thumbnail: Thumbnail? = nil, options: MediaOptions = .init()) {
+        self.id = id
+        self.url = url
+        self.type = type
+        self.bytes = bytes
+        self.width = width
+        self.height = height
+        self.frames = frames
+        self.duration = duration
+        self.thumbnail = thumbnail
+        self.options = options
+    }
+
+    /// How much to leave out when the payload is over budget: 0 is everything, each level
+    /// drops more of what a device can do without (sizes, then the thumbnail).
+    public static let trimLevels = 3
+
+    public func json(trim: Int = 0) -> JSONValue {
+        var o = JSONObject()
+        o["id"] = .string(id)
+        o["url"] = .string(url)
+        o["type"] = .string(type)
+        if trim < 1 {
+            o["bytes"] = .int(bytes)
+            if let frames { o["frames"] = .int(frames) }
+            if let duration { o["duration"] = .double(duration) }
+        }
+        if trim < 2 {
+            if let width { o["width"] = .int(width) }
+            if let height { o["height"] = .int(height) }
+        }
+        if trim < 3, let thumbnail {
+            o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
+        }
+        if let rect = options.clippingRect {
+            o["thumbnail-clipping-rect"] = .object(JSONObject([
+                "x": .double(rect.x), "y": .double(rect.y), "width": .double(rect.width), "height": .double(rect.height),
+            ]))
+        }
+        if let time = options.thumbnailTime { o["thumbnail-time"] = .double(time) }
+        if let hidden = options.thumbnailHidden { o["thumbnail-hidden"] = .bool(hidden) }
+        return .object(o)
+    }
+}
+
+/// The APNs size budget.
+public enum PayloadBudget {
+    public static let apns = 4096
+    public static let voip = 5120
+
+    /// The smallest-trimmed encoding of `root` plus `entries` under `key` that fits in `maxBytes`,
+    /// or nil when even the most trimmed one does not.
+    public static func fit(_ root: JSONObject, entries: [AttachmentEntry], key: String, maxBytes: Int) -> [UInt8]? {
+        for trim in 0...AttachmentEntry.trimLevels {
+            var object = root
+            object[key] = .array(entries.map { $0.json(trim: trim) })
+            let bytes = JSONWriter.bytes(.object(object))
+            if bytes.count <= maxBytes { return bytes }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where validated media and renditions go.
+public protocol MediaStore: Sendable {
+    /// Stores bytes under a content-addressed name (`<sha256>.<ext>`) and returns that name.
+    /// Storing the same bytes twice is harmless and returns the same name.
+    func put(_ bytes: [UInt8], fileExtension: String) throws -> StoredMedia
+}
+
+public struct StoredMedia: Sendable, Equatable {
+    /// `<sha256>.<ext>`
+    public var name: String
+    /// A URL a device (or a test) can read it from: `BASE/<name>` or `file://…`.
+    public var url: String
+}
+
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A directory of content-addressed files. Each file is written to a temp name and renamed, so
+/// a reader never sees a partial file.
+public struct FileStore: MediaStore {
+    public let directory: String
+    /// `https://cdn.example.com/media` → URLs `https://cdn.example.com/media/<name>`; nil → `file://`.
+    public let publicBaseURL: String?
+
+    public init(directory: String, publicBaseURL: String? = nil) throws {
+        self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
+        self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        try Self.makeDirectories(self.directory)
+    }
+
+    /// The absolute path of the directory (for file:// URLs).
+    public var absoluteDirectory: String {
+        if directory.hasPrefix("/") { return directory }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buffer, buffer.count) != nil else { return directory }
+        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return cwd + "/" + (directory.hasPrefix("./") ? String(directory.dropFirst(2)) : directory)
+    }
+
+    public func url(for name: String) -> String {
+        if let publicBaseURL { return "\(publicBaseURL)/\(name)" }
+        return "file://\(absoluteDirectory)/\(name)"
+    }
+
+    public func put(_ bytes: [UInt8], fileExtension: String) throws -> StoredMedia {
+        let name = "\(SHA256.hex(bytes)).\(fileExtension)"
+        let path = "\(directory)/\(name)"
+        if access(path, F_OK) != 0 {
+            var template = Array("\(directory)/.tmp-XXXXXX".utf8CString)
+            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard fd >= 0 else { throw StoreError("cannot create a file in \(directory)") }
+            let temp = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var ok = true
+            bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { ok = false; break }
+                    offset += n
+                }
+            }
+            fchmod(fd, 0o644)
+            ok = close(fd) == 0 && ok
+            guard ok, rename(temp, path) == 0 else {
+                unlink(temp)
+                throw StoreError("cannot write \(path)")
+            }
+        }
+        return StoredMedia(name: name, url: url(for: name))
+    }
+
+    static func makeDirectories(_ path: String) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/" + part
+            if mkdir(current, 0o755) != 0 && errno != EEXIST {
+                throw StoreError("cannot create directory \(current)")
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct AttacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache",
+        abstract: "Media enrichment for push notifications: a Linux analogue of Apple's Notification Service Extension.",
+        subcommands: [Enrich.self, Origin.self, Thumbnail.self]
+    )
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import AttacheTesting
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Origin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "origin",
+        abstract: "Serve a folder of media on loopback with faults chosen per request (for tests, demos, timing).",
+        discussion: """
+        Faults are query parameters on any path: delay=MS, status=N, type=MIME, rate=BYTES_PER_S, stall=1,
+        hang=1, truncate=N, reset=N, length=N, endless=1, redirect=N, location=URL, encoding=NAME,
+        profile=3g|lte|wifi. Example: /cat.jpg?delay=2000&rate=4096
+        """
+    )
+
+    @Option(help: "Folder to serve.")
+    var root: String
+
+    @Option(help: "Address to listen on (IPv4).")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port (0 picks a free one).")
+    var port: Int = 8765
+
+    func run() async throws {
+        let origin = try AttacheTesting.Origin(configuration: .init(host: host, port: port, root: root))
+        writeStdout(Array("origin listening on http://\(host):\(origin.port)\n".utf8))
+        while true { sleep(3600) }
+    }
+}
