@@ -57,9 +57,12 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The example of a user's own extension, compiled and tested with the rest.
+        .target(name: "TitleRewriter", dependencies: ["Attache"], path: "Samples/extensions/TitleRewriter", swiftSettings: strict),
+
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
-        .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia"], resources: []),
-        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTesting"]),
+        .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
+        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTesting", "TitleRewriter"]),
     ]
 )

@@ -59,7 +59,7 @@ public struct ExtensionRuntime: Sendable {
         let deadline = start + configuration.deadline
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
-        guard payload.isMutable else {
+        guard payload.wantsServiceExtension else {
             return emit(payload.original, .passthrough, .notMutable, [], start: start)
         }
         let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline)
@@ -89,8 +89,9 @@ public struct ExtensionRuntime: Sendable {
         switch first {
         case .deadline:
             return emit(payload.original, .fallback, .timeout, [], start: start)
-        case .finished(let result) where result.outcome == .fallback && result.reason == .timeout:
-            // The deadline fired: the best attempt goes out only when asked for and usable.
+        case .finished(let result) where result.reason == .timeout || result.attachments.contains(where: { $0.reason == .timeout }):
+            // The deadline fired (here, or in a transfer that hit it a moment earlier): the best
+            // attempt goes out only when asked for and usable.
             let pending = result.attachments.map { a -> AttachmentReport in
                 var a = a
                 if a.outcome == "pending" { a.outcome = "failed"; a.reason = .timeout }

@@ -17,6 +17,13 @@ final class Pixels {
     var width: Int { Int(image.width) }
     var height: Int { Int(image.height) }
     var hasAlpha: Bool { image.channels == 4 }
+
+    /// One pixel's channel values (for tests and diagnostics).
+    func channelValues(x: Int, y: Int) -> [Int] {
+        let c = Int(image.channels)
+        let offset = (y * width + x) * c
+        return (0..<c).map { Int(image.pixels[offset + $0]) }
+    }
 }
 
 /// How a decode is to be done: the reductions applied while rows stream out of the decoder.

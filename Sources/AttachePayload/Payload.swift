@@ -19,11 +19,14 @@ public struct Payload: Sendable {
 
     public var aps: JSONObject? { root["aps"]?.objectValue }
 
-    /// Only `aps.mutable-content: 1` asks to be modified (as on iOS).
+    /// Only the number `aps.mutable-content: 1` asks to be modified (as on iOS).
     public var isMutable: Bool {
-        guard let value = aps?["mutable-content"] else { return false }
-        return value.doubleValue == 1
+        guard let text = aps?["mutable-content"]?.numberText else { return false }
+        return Double(text) == 1
     }
+
+    /// iOS runs a service extension only for a mutable payload with alert text.
+    public var wantsServiceExtension: Bool { isMutable && hasAlert }
 
     /// iOS ignores content without alert text, so the alert is never removed.
     public var hasAlert: Bool {

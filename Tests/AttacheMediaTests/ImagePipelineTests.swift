@@ -1,0 +1,150 @@
+import AttacheSupport
+import AttacheTesting
+import Testing
+@testable import AttacheMedia
+
+@Suite struct ImagePipelineTests {
+    let pipeline = ImagePipeline()
+
+    func render(_ bytes: [UInt8], _ options: RenderOptions = RenderOptions()) throws -> ImageRendition {
+        try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options)
+    }
+
+    /// Decodes an encoded JPEG or PNG back to pixels (to look at what the pipeline made).
+    func pixels(_ image: RenderedImage) throws -> Pixels {
+        try ImageCodecs.decode(image.bytes, format: image.format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
+    }
+
+    @Test func headers() throws {
+        let photo = try pipeline.inspect(Fixtures.bytes("photo.jpg"))
+        #expect((photo.width, photo.height, photo.progressive, photo.orientation) == (1600, 1200, false, 1))
+        #expect(try pipeline.inspect(Fixtures.bytes("progressive.jpg")).progressive)
+        let rotated = try pipeline.inspect(Fixtures.bytes("rotated.jpg"))
+        #expect((rotated.orientation, rotated.displayWidth, rotated.displayHeight) == (6, 400, 600))
+        let gif = try pipeline.inspect(Fixtures.bytes("animated.gif"))
+        #expect((gif.width, gif.height, gif.frames) == (200, 150, 7))
+        #expect(try pipeline.inspect(Fixtures.bytes("alpha.png")).hasAlpha)
+        #expect(try !pipeline.inspect(Fixtures.bytes("palette.png")).hasAlpha)
+    }
+
+    @Test(arguments: [
+        ("photo.jpg", 320, 240, MediaFormat.jpeg), ("progressive.jpg", 320, 240, .jpeg), ("alpha.png", 320, 240, .png),
+        ("palette.png", 320, 240, .jpeg), ("animated.gif", 200, 150, .jpeg), ("rotated.jpg", 213, 320, .jpeg),
+    ])
+    func thumbnails(_ name: String, _ width: Int, _ height: Int, _ format: MediaFormat) throws {
+        let r = try render(Fixtures.bytes(name))
+        #expect(r.thumbnail.width == width)
+        #expect(r.thumbnail.height == height)
+        #expect(r.thumbnail.format == format)
+        #expect(Sniffer.sniff(r.thumbnail.bytes) == format)
+    }
+
+    @Test func displayCopyOnlyForLargeSources() throws {
+        let big = try render(Fixtures.bytes("photo.jpg"))
+        #expect(big.display.map { ($0.width, $0.height) } ?? (0, 0) == (1080, 810))
+        #expect(try render(Fixtures.bytes("progressive.jpg")).display == nil)
+    }
+
+    @Test func exifOrientationIsApplied() throws {
+        // Stored 600x400 with a red band on the left; orientation 6 puts that band on top.
+        let thumb = try pixels(try render(Fixtures.bytes("rotated.jpg")).thumbnail)
+        #expect((thumb.width, thumb.height) == (213, 320))
+        let top = thumb.pixel(x: 106, y: 5), bottom = thumb.pixel(x: 106, y: 300)
+        #expect(top.r > 200 && top.g < 60 && top.b < 60)
+        #expect(!(bottom.r > 200 && bottom.g < 60))
+    }
+
+    @Test func clippingRectIsApplied() throws {
+        var options = RenderOptions()
+        options.clip = .init(x: 0.5, y: 0, width: 0.25, height: 0.5)  // 400x600 of the 1600x1200 photo
+        let r = try render(Fixtures.bytes("photo.jpg"), options)
+        #expect((r.thumbnail.width, r.thumbnail.height) == (213, 320))
+    }
+
+    @Test func alphaSurvivesAsPNG() throws {
+        let thumb = try pixels(try render(Fixtures.bytes("alpha.png")).thumbnail)
+        #expect(thumb.hasAlpha)
+        #expect(thumb.pixel(x: 2, y: 2).a == 0)  // a transparent corner stays transparent
+        #expect(thumb.pixel(x: 160, y: 120).a > 150)  // the circle's middle is mostly opaque
+    }
+
+    @Test func truncatedAndCorruptFilesAreInvalidNotCrashes() throws {
+        #expect { try render(Fixtures.bytes("truncated.jpg")) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+        for name in ["photo.jpg", "progressive.jpg", "alpha.png", "palette.png", "animated.gif", "rotated.jpg"] {
+            var bytes = Fixtures.bytes(name)
+            // Cut at several points and scribble over the middle: every outcome must be an error or an image.
+            for cut in [bytes.count / 3, bytes.count / 2, bytes.count - 10] {
+                expectNoCrash(Array(bytes.prefix(cut)))
+            }
+            for i in stride(from: bytes.count / 2, to: min(bytes.count, bytes.count / 2 + 64), by: 1) { bytes[i] ^= 0x5A }
+            expectNoCrash(bytes)
+        }
+    }
+
+    func expectNoCrash(_ bytes: [UInt8]) {
+        do {
+            _ = try render(bytes)
+        } catch let error as MediaError {
+            #expect([MediaError.Code.invalidMedia, .limitsExceeded].contains(error.code))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func headerLimitsRefuseBombsBeforeAllocating() {
+        #expect { try pipeline.inspect(Fixtures.pngHeader(width: 100_000, height: 100_000)) } throws: {
+            ($0 as? MediaError)?.code == .limitsExceeded
+        }
+        #expect { try pipeline.inspect(Fixtures.gif(width: 65535, height: 65535, frames: 1)) } throws: {
+            ($0 as? MediaError)?.code == .limitsExceeded
+        }
+        #expect { try pipeline.inspect(Fixtures.gif(frames: 1001)) } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
+        #expect(throws: Never.self) { try pipeline.inspect(Fixtures.gif(frames: 1000)) }
+    }
+
+    @Test func baselineJPEGCountsAtItsDCTScaleProgressiveAtFullSize() throws {
+        // 16000x12000 = 192 MP: a baseline JPEG decodes at 1/8 (3 MP) and is fine; a progressive one is not.
+        let baseline = try pipeline.inspect(Fixtures.jpegHeader(width: 16000, height: 12000, progressive: false))
+        #expect(pipeline.decodedPixels(baseline, plan: pipeline.plan(baseline, target: 640)) == 2000 * 1500)
+        #expect { try pipeline.inspect(Fixtures.jpegHeader(width: 16000, height: 12000, progressive: true)) } throws: {
+            ($0 as? MediaError)?.code == .limitsExceeded
+        }
+    }
+
+    @Test func decodesTheFirstGIFFrameOfAHandMadeFile() throws {
+        let r = try render(Fixtures.gif(width: 1, height: 1, frames: 3))
+        #expect((r.thumbnail.width, r.thumbnail.height) == (1, 1))
+    }
+
+    @Test func unsupportedKindsAreRefused() {
+        #expect { try pipeline.inspect(Fixtures.bytes("image.webp")) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
+        #expect { try pipeline.inspect(Array("<html>".utf8)) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
+    }
+
+    @Test func anAbortStopsTheDecoder() throws {
+        let bytes = Fixtures.bytes("photo.jpg")
+        let abort = AbortFlag()
+        abort.set()
+        #expect(throws: CancellationError.self) {
+            try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: RenderOptions(), abort: abort)
+        }
+    }
+
+    @Test func plansReduceToAtLeastTheTarget() throws {
+        let header = try pipeline.inspect(Fixtures.jpegHeader(width: 4000, height: 3000, progressive: false))
+        let plan = pipeline.plan(header, target: 640)
+        #expect(plan.jpegScaleDenominator == 4)  // 1000 px, and 1/8 would be 500 < 640
+        #expect(plan.boxShrink == 1)
+        let png = ImageHeader(format: .png, width: 6000, height: 4000, orientation: 1, progressive: false, frames: 1, hasAlpha: false)
+        let p = pipeline.plan(png, target: 640)
+        #expect(p.boxShrink == 9)
+        #expect((6000 + p.boxShrink - 1) / p.boxShrink >= 640)
+    }
+}
+
+extension Pixels {
+    func pixel(x: Int, y: Int) -> (r: Int, g: Int, b: Int, a: Int) {
+        let v = channelValues(x: x, y: y)
+        return (v[0], v[1], v[2], v.count > 3 ? v[3] : 255)
+    }
+}

@@ -1,0 +1,33 @@
+import AttacheTesting
+import Testing
+@testable import AttacheMedia
+
+@Suite struct SnifferTests {
+    @Test(arguments: [
+        ("photo.jpg", MediaFormat.jpeg), ("progressive.jpg", .jpeg), ("alpha.png", .png), ("palette.png", .png),
+        ("animated.gif", .gif), ("image.webp", .webp), ("rotated.jpg", .jpeg),
+    ])
+    func samples(_ name: String, _ format: MediaFormat) {
+        #expect(Sniffer.sniff(Fixtures.bytes(name)) == format)
+    }
+
+    @Test func isoBrandsAndOthers() {
+        func ftyp(_ brand: String, _ compatible: [String] = []) -> [UInt8] {
+            let size = 16 + compatible.count * 4
+            return [0, 0, 0, UInt8(size)] + Array("ftyp".utf8) + Array(brand.utf8) + [0, 0, 0, 0] + compatible.flatMap { Array($0.utf8) }
+        }
+        #expect(Sniffer.sniff(ftyp("heic", ["mif1", "heic"])) == .heic)
+        #expect(Sniffer.sniff(ftyp("avif", ["mif1"])) == .avif)
+        #expect(Sniffer.sniff(ftyp("mif1", ["avif"])) == .avif)
+        #expect(Sniffer.sniff(ftyp("isom", ["mp41"])) == .mp4)
+        #expect(Sniffer.sniff(ftyp("qt  ")) == .mov)
+        #expect(Sniffer.sniff(ftyp("M4A ")) == .m4a)
+        #expect(Sniffer.sniff(Array("ID3\u{3}".utf8)) == .mp3)
+        #expect(Sniffer.sniff(Array("RIFF\0\0\0\0WAVEfmt ".utf8)) == .wav)
+        #expect(Sniffer.sniff(Array("FORM\0\0\0\0AIFF".utf8)) == .aiff)
+        #expect(Sniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F]) == .webm)
+        #expect(Sniffer.sniff(Array("<!doctype html><html>".utf8)) == nil)
+        #expect(Sniffer.sniff(Array("#EXTM3U\n".utf8)) == nil)
+        #expect(Sniffer.sniff([]) == nil)
+    }
+}

@@ -1,0 +1,96 @@
+import Testing
+@testable import AttachePayload
+
+@Suite struct DialectTests {
+    let reader = DialectReader()
+
+    func requests(_ json: String) throws -> [MediaRequest] {
+        reader.requests(in: try Payload(bytes: Array(json.utf8)).root)
+    }
+
+    @Test func firebase() throws {
+        let r = try requests(#"{"aps":{},"fcm_options":{"image":"https://x/a.jpg"}}"#)
+        #expect(r == [MediaRequest(id: "fcm", url: "https://x/a.jpg", dialect: .fcm, locations: [[.key("fcm_options"), .key("image")]])])
+    }
+
+    @Test func oneSignalTopLevelAndOsData() throws {
+        let r = try requests(#"{"att":{"id1":"https://x/1.jpg","id2":"https://x/2.png"},"os_data":{"att":{"id3":"https://x/3.gif"}}}"#)
+        #expect(r.map(\.id) == ["id1", "id2", "id3"])
+        #expect(r[2].locations == [[.key("os_data"), .key("att"), .key("id3")]])
+        #expect(r.allSatisfy { $0.dialect == .onesignal })
+    }
+
+    @Test func airshipEveryShape() throws {
+        let json = #"""
+        {"com.urbanairship.media_attachment":{"url":["https://x/a.jpg","https://x/b.jpg"],
+         "urls":[{"url":"https://x/c.jpg","url_id":"cee"}],"thumbnail_id":"cee",
+         "options":{"crop":{"x":0.1,"y":0.2,"width":0.5,"height":0.6},"time":3,"hidden":true},
+         "content":{"title":"T","subtitle":"S","body":"B"}}}
+        """#
+        let r = try requests(json)
+        #expect(r.map(\.url) == ["https://x/c.jpg", "https://x/a.jpg", "https://x/b.jpg"])  // thumbnail_id first
+        #expect(r[0].id == "cee")
+        #expect(r[1].locations == [[.key("com.urbanairship.media_attachment"), .key("url"), .index(0)]])
+        #expect(r[0].options.clippingRect == .init(x: 0.1, y: 0.2, width: 0.5, height: 0.6))
+        #expect(r[0].options.thumbnailTime == 3)
+        #expect(r[0].options.thumbnailHidden == true)
+        let content = reader.airshipContent(in: try Payload(bytes: Array(json.utf8)).root)
+        #expect(content?.title == "T" && content?.subtitle == "S" && content?.body == "B")
+        let single = try requests(#"{"com.urbanairship.media_attachment":{"url":"https://x/one.jpg"}}"#)
+        #expect(single.map(\.url) == ["https://x/one.jpg"])
+    }
+
+    @Test func brazeCleverTapIterableCustomerIO() throws {
+        let braze = try requests(#"{"ab":{"att":{"url":"https://x/b.gif","type":"gif"}}}"#)
+        #expect(braze.first?.dialect == .braze && braze.first?.options.typeHint == "gif")
+        #expect(braze.first?.locations == [[.key("ab"), .key("att"), .key("url")]])
+        let ct = try requests(#"{"ct_mediaUrl":"https://x/c.jpg","ct_mediaType":"image"}"#)
+        #expect(ct.first?.dialect == .clevertap && ct.first?.options.typeHint == "image")
+        let itbl = try requests(#"{"itbl":{"attachment-url":"https://x/i.jpg"}}"#)
+        #expect(itbl.first?.dialect == .iterable)
+        let cio = try requests(#"{"CIO":{"push":{"image":"https://x/cio.jpg"}}}"#)
+        #expect(cio.first?.dialect == .customerio)
+    }
+
+    @Test func genericKeysAreConfigurable() throws {
+        #expect(try requests(#"{"media-url":"https://x/m.jpg","image-url":"https://x/i.jpg"}"#).map(\.id) == ["media-url", "image-url"])
+        let custom = DialectReader(genericKeys: ["pic"])
+        #expect(custom.requests(in: try Payload(bytes: Array(#"{"pic":"https://x/p.jpg","media-url":"https://x/m.jpg"}"#.utf8)).root).map(\.id) == ["pic"])
+    }
+
+    @Test func duplicatesMergeAndTheCountIsCapped() throws {
+        let r = try requests(#"{"fcm_options":{"image":"https://x/same.jpg"},"media-url":"https://x/same.jpg","att":{"a":"https://x/1","b":"https://x/2","c":"https://x/3","d":"https://x/4"}}"#)
+        #expect(r.count == 4)
+        #expect(r[0].locations.count == 2)
+        #expect(r.map(\.url) == ["https://x/same.jpg", "https://x/1", "https://x/2", "https://x/3"])
+    }
+
+    @Test func ignoresEmptyAndNonStringURLs() throws {
+        #expect(try requests(#"{"fcm_options":{"image":"  "},"media-url":42,"att":{"a":null}}"#).isEmpty)
+    }
+}
+
+@Suite struct BudgetTests {
+    func entry(_ i: Int) -> AttachmentEntry {
+        AttachmentEntry(id: "a\(i)", url: "https://cdn.example.com/media/\(String(repeating: "f", count: 64)).jpg",
+                        type: "public.jpeg", bytes: 123_456, width: 1080, height: 720,
+                        thumbnail: .init(url: "https://cdn.example.com/media/\(String(repeating: "e", count: 64)).jpg", width: 320, height: 213))
+    }
+
+    @Test func fitsUntrimmedWhenThereIsRoom() throws {
+        let bytes = try #require(PayloadBudget.fit(JSONObject(["aps": .object(JSONObject())]), entries: [entry(0)], key: "attachments", maxBytes: 4096))
+        #expect(String(decoding: bytes, as: UTF8.self).contains("\"thumbnail\""))
+    }
+
+    @Test func trimsOptionalFieldsBeforeGivingUp() throws {
+        let root = JSONObject(["aps": .object(JSONObject()), "pad": .string(String(repeating: "p", count: 3400))])
+        let four = (0..<4).map(entry)
+        let bytes = try #require(PayloadBudget.fit(root, entries: four, key: "attachments", maxBytes: 4096))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(bytes.count <= 4096)
+        #expect(!text.contains("\"bytes\""))
+        #expect(text.contains("\"a3\""))
+        let tooBig = JSONObject(["pad": .string(String(repeating: "p", count: 4000))])
+        #expect(PayloadBudget.fit(tooBig, entries: four, key: "attachments", maxBytes: 4096) == nil)
+    }
+}

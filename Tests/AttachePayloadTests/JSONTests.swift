@@ -1,0 +1,72 @@
+import Testing
+@testable import AttachePayload
+
+@Suite struct JSONTests {
+    func roundTrip(_ text: String) throws -> String {
+        JSONWriter.string(try JSONParser().parse(Array(text.utf8)))
+    }
+
+    @Test func keepsKeyOrderNumberSpellingAndUnknownKeys() throws {
+        let text = #"{"z":1,"a":{"y":1.50,"x":-0,"w":1e3,"v":2E-7},"m":[true,false,null,"s"],"custom-key":{"nested":[[]]}}"#
+        #expect(try roundTrip(text) == text)
+    }
+
+    @Test func decodesEscapesAndReencodesMinimally() throws {
+        let parsed = try JSONParser().parse(Array(#"{"s":"a\"b\\c\n\u00e9\ud83d\ude00\/"}"#.utf8))
+        #expect(parsed.objectValue?["s"]?.stringValue == "a\"b\\c\né😀/")
+        #expect(JSONWriter.string(parsed) == #"{"s":"a\"b\\c\né😀/"}"#)
+    }
+
+    @Test(arguments: [
+        "", "{", "{\"a\":}", "{\"a\":1,}", "[1,]", "01", "1.", "-", "\"\\x\"", "{\"a\":tru}", "{} {}",
+        "\"\u{01}\"", "\"\\ud800\"", "{\"a\" 1}", "nul",
+    ])
+    func rejectsInvalidJSON(_ text: String) {
+        #expect(throws: PayloadError.self) { try JSONParser().parse(Array(text.utf8)) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        #expect(throws: PayloadError.self) { try JSONParser().parse([0x22, 0xC3, 0x28, 0x22]) }
+    }
+
+    @Test func limitsDepthAndSize() throws {
+        let deep64 = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        _ = try JSONParser().parse(Array(deep64.utf8))
+        let deep65 = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: PayloadError(.tooDeep, "JSON nested deeper than 64 levels")) { try JSONParser().parse(Array(deep65.utf8)) }
+        let big = Array("{\"a\":\"\(String(repeating: "x", count: 70_000))\"}".utf8)
+        #expect { try JSONParser().parse(big) } throws: { ($0 as? PayloadError)?.code == .tooLarge }
+    }
+
+    @Test func payloadMustBeAnObject() {
+        #expect { try Payload(bytes: Array("[1]".utf8)) } throws: { ($0 as? PayloadError)?.code == .notAnObject }
+        #expect { try Payload(bytes: Array("\"x\"".utf8)) } throws: { ($0 as? PayloadError)?.code == .notAnObject }
+    }
+
+    @Test func mutableContentMustBeTheNumberOne() throws {
+        func mutable(_ aps: String) throws -> Bool {
+            try Payload(bytes: Array("{\"aps\":{\"alert\":\"hi\",\(aps)}}".utf8)).wantsServiceExtension
+        }
+        #expect(try mutable("\"mutable-content\":1"))
+        #expect(try mutable("\"mutable-content\":1.0"))
+        #expect(try !mutable("\"mutable-content\":0"))
+        #expect(try !mutable("\"mutable-content\":\"1\""))
+        #expect(try !mutable("\"badge\":1"))
+        #expect(try !Payload(bytes: Array(#"{"aps":{"mutable-content":1}}"#.utf8)).wantsServiceExtension)  // no alert
+    }
+
+    @Test func setAlertTurnsAStringAlertIntoADictionary() throws {
+        var root = try Payload(bytes: Array(#"{"aps":{"alert":"body text","sound":"x"},"k":1}"#.utf8)).root
+        root.setAlert(title: "T", subtitle: nil, body: nil)
+        #expect(JSONWriter.string(.object(root)) == #"{"aps":{"alert":{"body":"body text","title":"T"},"sound":"x"},"k":1}"#)
+    }
+
+    @Test func replacesAtPaths() throws {
+        var value = try JSONParser().parse(Array(#"{"a":{"b":["x","y"]}}"#.utf8))
+        let replaced = value.replace(at: [.key("a"), .key("b"), .index(1)][...], with: .string("z"))
+        let missing = value.replace(at: [.key("a"), .key("c")][...], with: .string("z"))
+        #expect(replaced)
+        #expect(!missing)
+        #expect(JSONWriter.string(value) == #"{"a":{"b":["x","z"]}}"#)
+    }
+}

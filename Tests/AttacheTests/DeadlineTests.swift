@@ -1,0 +1,106 @@
+import Attache
+import AttachePayload
+import AttacheSupport
+import AttacheTesting
+import Testing
+import TitleRewriter
+
+@Suite struct DeadlineTests {
+    @Test func aHangingOriginFallsBackWithinTwentyMilliseconds() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.deadline = .milliseconds(300) }
+        defer { e.shutdown() }
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?hang=1"}"#)
+        let start = ContinuousClock.now
+        let emission = try await e.enrich(input)
+        let elapsed = start.duration(to: .now)
+        #expect(emission.bytes == input)
+        #expect(emission.outcome == .fallback)
+        #expect(emission.reason == .timeout)
+        #expect(elapsed < .milliseconds(320), "emitted after \(elapsed)")
+        #expect(emission.report.attachments.first?.reason == .timeout)
+    }
+
+    @Test func aSlowDownloadLeavesNoTempFileBehind() async throws {
+        let big = [UInt8](repeating: 7, count: 3 << 20)
+        let h = try Harness(files: ["/big.jpg": [0xFF, 0xD8, 0xFF, 0xE0] + big])
+        defer { h.stop() }
+        let e = try h.enrichment { $0.deadline = .milliseconds(700) }
+        defer { e.shutdown() }
+        // 1 MB/s for a 3 MB body: the first MB spills to a temp file, then the deadline fires.
+        let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/big.jpg?rate=1000000"}"#))
+        #expect(emission.reason == .timeout)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(listDirectory(h.mediaDirectory).isEmpty)
+    }
+
+    @Test func bestAttemptEmitsWhatFinished() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"att":{"fast":"ORIGIN/alpha.png","slow":"ORIGIN/photo.jpg?hang=1"}}"#)
+        let best = try h.enrichment { $0.deadline = .milliseconds(500); $0.onTimeout = .bestAttempt }
+        defer { best.shutdown() }
+        let b = try await best.enrich(input)
+        #expect(b.outcome == .partial)
+        #expect(b.reason == .timeout)
+        #expect(try json(b.bytes)["attachments"]?.arrayValue?.count == 1)
+
+        let original = try h.enrichment { $0.deadline = .milliseconds(500) }
+        defer { original.shutdown() }
+        let o = try await original.enrich(input)
+        #expect(o.outcome == .fallback)
+        #expect(o.bytes == input)
+    }
+
+    /// An extension whose work sits in a blocking call that ignores cancellation (a busy decoder at
+    /// its worst): the runtime still answers at the deadline.
+    final class BusyExtension: AsyncNotificationServiceExtension {
+        func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
+            let pool = BlockingPool(threads: 1)
+            _ = try? await pool.run { _ in
+                let end = ContinuousClock.now + .seconds(2)
+                while ContinuousClock.now < end {}  // spins; never looks at its abort flag
+            }
+            var content = request.content
+            content.title = "too late"
+            return ExtensionResult(content: content, outcome: .enriched)
+        }
+
+        func serviceExtensionTimeWillExpire() -> ExtensionResult? { nil }
+    }
+
+    @Test func aBusyBlockingStageDoesNotDelayTheAnswer() async throws {
+        let runtime = ExtensionRuntime(configuration: .init(deadline: .milliseconds(200)))
+        let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
+        let start = ContinuousClock.now
+        let emission = try await runtime.process(input) { BusyExtension() }
+        let elapsed = start.duration(to: .now)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .timeout)
+        #expect(elapsed < .milliseconds(220), "emitted after \(elapsed)")
+    }
+
+    @Test func aCallbackExtensionRewritesTheTitle() async throws {
+        let runtime = ExtensionRuntime()
+        let input = Array(#"{"aps":{"alert":{"title":"Hello","body":"b"},"mutable-content":1},"x":[1.10]}"#.utf8)
+        let emission = try await runtime.process(input) { CallbackExtensionAdapter(TitleRewriter(prefix: "→ ")) }
+        #expect(emission.outcome == .enriched)
+        #expect(String(decoding: emission.bytes, as: UTF8.self) == #"{"aps":{"alert":{"title":"→ Hello","body":"b"},"mutable-content":1},"x":[1.10]}"#)
+    }
+
+    final class SilentExtension: NotificationServiceExtension {
+        func didReceive(_ request: NotificationRequest, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void) {}
+        func serviceExtensionTimeWillExpire() {}
+    }
+
+    @Test func anExtensionThatNeverAnswersFallsBackAtTheDeadline() async throws {
+        let runtime = ExtensionRuntime(configuration: .init(deadline: .milliseconds(150), onTimeout: .bestAttempt))
+        let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
+        let start = ContinuousClock.now
+        let emission = try await runtime.process(input) { CallbackExtensionAdapter(SilentExtension()) }
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .timeout)
+        #expect(start.duration(to: .now) < .milliseconds(170))
+    }
+}

@@ -1,0 +1,181 @@
+import Attache
+import AttacheMedia
+import AttachePayload
+import AttacheTesting
+import Testing
+
+@Suite struct EnrichTests {
+    @Test(arguments: [
+        ("fcm.json", ["public.jpeg"]), ("onesignal.json", ["public.png", "public.png"]),
+        ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
+        ("clevertap.json", ["public.jpeg"]), ("iterable.json", ["public.jpeg"]), ("customerio.json", ["public.png"]),
+        ("generic.json", ["public.png"]),
+    ])
+    func everyDialectIsEnriched(_ name: String, _ types: [String]) async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let input = h.sample(name)
+        let emission = try await e.enrich(input)
+        #expect(emission.outcome == .enriched)
+        let out = try json(emission.bytes)
+        let original = try json(input)
+        // Every original key, in order, then the one added key.
+        #expect(out.keys == original.keys + ["attachments"])
+        let entries = out["attachments"]?.arrayValue ?? []
+        #expect(entries.compactMap { $0.objectValue?["type"]?.stringValue } == types)
+        for entry in entries {
+            let thumb = entry.objectValue?["thumbnail"]?.objectValue
+            #expect(thumb?["url"]?.stringValue?.hasPrefix("file://\(h.mediaDirectory)/") == true)
+            #expect(entry.objectValue?["width"] != nil)
+        }
+        #expect(emission.bytes.count <= 4096)
+        #expect(!listDirectory(h.mediaDirectory).contains { $0.hasPrefix(".") })  // no temp files left
+    }
+
+    @Test func airshipContentAndOptionsGoIntoThePayload() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let out = try json(try await e.enrich(h.sample("airship.json")).bytes)
+        let alert = out["aps"]?.objectValue?["alert"]?.objectValue
+        #expect(alert?["title"]?.stringValue == "Airship title")
+        #expect(alert?["body"]?.stringValue == "Airship body")
+        let first = try #require(out["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(first["id"]?.stringValue == "detail")  // thumbnail_id goes first
+        #expect(first["thumbnail-clipping-rect"]?.objectValue?["width"]?.numberText == "0.5")
+        #expect(first["thumbnail-hidden"] == .bool(false))
+    }
+
+    @Test func passthroughIsByteIdentical() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        for name in ["passthrough-not-mutable.json", "passthrough-no-media.json"] {
+            let input = h.sample(name)
+            let emission = try await e.enrich(input)
+            #expect(emission.bytes == input)
+            #expect(emission.outcome == .passthrough)
+        }
+        let odd = Array("{ \"aps\" : {\"alert\":\"x\", \"mutable-content\": 0 },\n \"n\": 1.0e0 }\n".utf8)
+        let emission = try await e.enrich(odd)
+        #expect(emission.bytes == odd)
+        #expect(emission.reason == .notMutable)
+        #expect(h.origin.statistics.requests == 0)
+    }
+
+    @Test(arguments: [
+        ("fallback-truncated.json", Reason.invalidMedia), ("fallback-webp.json", .unsupportedType),
+        ("fallback-address-denied.json", .addressDenied), ("fallback-key-conflict.json", .keyConflict),
+    ])
+    func fallbackIsByteIdentical(_ name: String, _ reason: Reason) async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let input = h.sample(name)
+        let emission = try await e.enrich(input)
+        #expect(emission.outcome == .fallback)
+        #expect(emission.reason == reason)
+        #expect(emission.bytes == input)
+    }
+
+    @Test func keyConflictFetchesNothing() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        _ = try await e.enrich(h.sample("fallback-key-conflict.json"))
+        #expect(h.origin.statistics.requests == 0)
+    }
+
+    @Test func partialWhenSomeMediaFails() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let emission = try await e.enrich(h.sample("partial.json"))
+        #expect(emission.outcome == .partial)
+        #expect(emission.reason == .unsupportedType)
+        #expect(try json(emission.bytes)["attachments"]?.arrayValue?.count == 1)
+        #expect(emission.report.attachments.map(\.outcome) == ["attached", "failed"])
+    }
+
+    @Test func overBudgetTrimsThenFallsBack() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let input = h.sample("onesignal.json")
+        // Room for the payload and trimmed entries, not full ones: trimmed, still enriched.
+        let trimmed = try h.enrichment { $0.maxPayloadBytes = input.count + 330 }
+        defer { trimmed.shutdown() }
+        let t = try await trimmed.enrich(input)
+        #expect(t.outcome == .enriched)
+        #expect(t.bytes.count <= input.count + 330)
+        #expect(!String(decoding: t.bytes, as: UTF8.self).contains("\"thumbnail\""))
+        // No room at all: the original, with payload-too-large.
+        let tight = try h.enrichment { $0.maxPayloadBytes = input.count + 20 }
+        defer { tight.shutdown() }
+        let f = try await tight.enrich(input)
+        #expect(f.outcome == .fallback)
+        #expect(f.reason == .payloadTooLarge)
+        #expect(f.bytes == input)
+    }
+
+    @Test func publicBaseURLRewritesTheDialectsOwnField() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
+        defer { e.shutdown() }
+        let out = try json(try await e.enrich(h.sample("fcm.json")).bytes)
+        let image = try #require(out["fcm_options"]?.objectValue?["image"]?.stringValue)
+        #expect(image.hasPrefix("https://cdn.example.com/m/"))
+        #expect(image.hasSuffix(".jpg"))
+        let name = String(image.dropFirst("https://cdn.example.com/m/".count))
+        #expect(name.count == 64 + 4)
+        #expect(listDirectory(h.mediaDirectory).contains(name))
+        #expect(out["attachments"]?.arrayValue?.first?.objectValue?["url"]?.stringValue == image)
+    }
+
+    @Test func storedNamesAreContentHashes() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        _ = try await e.enrich(h.sample("clevertap.json"))  // progressive.jpg is under the display size: stored as is
+        let original = Fixtures.bytes("progressive.jpg")
+        let stored = try #require(listDirectory(h.mediaDirectory).first { Fixtures.bytes($0, in: h.mediaDirectory) == original })
+        #expect(stored.hasSuffix(".jpg"))
+    }
+
+    @Test func notAPayloadIsAnError() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        for bad in ["[1,2]", "\"text\"", "{", ""] {
+            await #expect(throws: PayloadError.self) { try await e.enrich(Array(bad.utf8)) }
+        }
+    }
+
+    @Test func reportHasStagesForEachAttachment() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let emission = try await e.enrich(h.sample("fcm.json"))
+        let report = try #require(emission.report.json.objectValue)
+        #expect(report["outcome"]?.stringValue == "enriched")
+        #expect(report["elapsed_ms"]?.doubleValue != nil)
+        let a = try #require(report["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(a["source"]?.stringValue == "http://127.0.0.1:\(h.origin.port)/photo.jpg")
+        #expect(a["kind"]?.stringValue == "image")
+        #expect(a["format"]?.stringValue == "jpeg")
+        #expect(a["bytes"]?.doubleValue == Double(Fixtures.bytes("photo.jpg").count))
+        let timings = try #require(a["timings"]?.objectValue)
+        #expect(timings.keys == ["dns", "connect", "tls", "first_byte", "download", "inspect", "render", "store"])
+        #expect((timings["render"]?.doubleValue ?? 0) > 0)
+    }
+}

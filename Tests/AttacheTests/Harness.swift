@@ -1,0 +1,56 @@
+import Attache
+import AttacheFetch
+import AttachePayload
+import AttacheTesting
+import Logging
+
+/// An origin serving Samples/media on 127.0.0.1:0, a temp media directory, and enrichment set
+/// up the way `attache enrich --allow-address 127.0.0.1/32` sets it up.
+struct Harness {
+    let origin: Origin
+    let mediaDirectory: String
+
+    init(files: [String: [UInt8]] = [:]) throws {
+        origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory, files: files))
+        mediaDirectory = try makeTempDirectory()
+    }
+
+    func enrichment(_ tweak: (inout EnrichmentOptions) -> Void = { _ in }) throws -> Enrichment {
+        var options = EnrichmentOptions()
+        options.mediaDirectory = mediaDirectory
+        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.deadline = .seconds(5)
+        tweak(&options)
+        return try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// A sample payload, pointed at this origin's port.
+    func sample(_ name: String) -> [UInt8] {
+        let text = String(decoding: Fixtures.bytes(name, in: Fixtures.payloadDirectory), as: UTF8.self)
+        return Array(text.replacingAll("127.0.0.1:8765", with: "127.0.0.1:\(origin.port)").utf8)
+    }
+
+    func payload(_ json: String) -> [UInt8] {
+        Array(json.replacingAll("ORIGIN", with: "http://127.0.0.1:\(origin.port)").utf8)
+    }
+
+    func stop() {
+        origin.stop()
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        var out = ""
+        var rest = self[...]
+        while let r = rest.firstRange(of: target) {
+            out += rest[..<r.lowerBound] + replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}
+
+func json(_ bytes: [UInt8]) throws -> JSONObject {
+    try Payload(bytes: bytes).root
+}
