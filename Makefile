@@ -1,0 +1,47 @@
+# Attache: two commands on a fresh Debian/Ubuntu machine — `make demo` and `make test`.
+SWIFT ?= swift
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Build and run: the C libraries Attache links (declared as providers in Package.swift too).
+APT_PACKAGES := pkg-config libcurl4-openssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
+	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+# Benchmarks: the anchors Attache is measured against.
+BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
+
+RELEASE_BIN := .build/release/attache
+DEBUG_BIN := .build/debug/attache
+
+.PHONY: deps bench-deps build demo test bench clean
+
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(APT_PACKAGES))
+
+bench-deps: deps
+	$(call apt_install,$(BENCH_PACKAGES))
+
+build: deps
+	$(SWIFT) build -c release --product attache
+
+# Starts the sample origin on 127.0.0.1:8765 and enriches every payload in Samples/payloads, offline.
+demo: build
+	Samples/demo.sh $(RELEASE_BIN)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+	Tests/cli/run.sh $(DEBUG_BIN)
+
+bench: bench-deps build
+	Benchmarks/thumbnail.sh $(RELEASE_BIN)
+	Benchmarks/fetch.sh $(RELEASE_BIN)
+
+clean:
+	rm -rf .build attache-media

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The demo: a local origin serving Samples/media on loopback, and every sample payload enriched
+# through it — offline. Each payload to send is printed, then a one-line outcome.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-.build/release/attache}
+port=8765
+export ATTACHE_ALLOW_ADDRESSES=127.0.0.1/32   # the demo's origin is on loopback; nothing else is allowed
+
+"$bin" origin --root Samples/media --port "$port" > /tmp/attache-demo-origin.log 2>&1 &
+origin=$!
+trap 'kill $origin 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+  grep -q listening /tmp/attache-demo-origin.log 2>/dev/null && break
+  sleep 0.1
+done
+grep -q listening /tmp/attache-demo-origin.log || { echo "origin did not start:"; cat /tmp/attache-demo-origin.log; exit 1; }
+echo "sample origin on http://127.0.0.1:$port (Samples/media); media goes to ./attache-media"
+echo
+
+for payload in Samples/payloads/*.json; do
+  name=$(basename "$payload")
+  echo "── $name"
+  # The 2 s deadline makes fallback-timeout.json (whose origin waits 5 s) fall back on purpose.
+  "$bin" enrich "$payload" --deadline 2s --media-dir attache-media --report /tmp/attache-demo-report.json \
+    2> >(grep -v "allowance in force" >&2)
+  echo
+  python3 - /tmp/attache-demo-report.json <<'PY' 2>/dev/null || cat /tmp/attache-demo-report.json
+import json, sys
+r = json.load(open(sys.argv[1]))
+ok = sum(a["outcome"] == "attached" for a in r["attachments"])
+why = f" ({r['reason']})" if r["reason"] else ""
+print(f"   → {r['outcome']}{why}: {ok}/{len(r['attachments'])} attached in {r['elapsed_ms']:.0f} ms, {r['payload_bytes']} bytes")
+PY
+done

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Command-line contract of `attache enrich`: stdout carries only the payload, exit 0 whenever a
+# payload was emitted, exit 2 with one line for input that is not a payload.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-.build/debug/attache}
+passed=0 failed=0
+check() {  # name, condition
+  if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Passthrough: byte for byte, exit 0, nothing else on stdout.
+"$bin" enrich Samples/payloads/passthrough-not-mutable.json --media-dir "$tmp/m" > "$tmp/out" 2> "$tmp/err"
+check "passthrough exits 0" "[ $? -eq 0 ]"
+check "passthrough is byte-identical" "cmp -s Samples/payloads/passthrough-not-mutable.json $tmp/out"
+
+# Standard input works the same.
+"$bin" enrich - --media-dir "$tmp/m" < Samples/payloads/passthrough-no-media.json > "$tmp/out2" 2>/dev/null
+check "stdin passthrough is byte-identical" "cmp -s Samples/payloads/passthrough-no-media.json $tmp/out2"
+
+# A denied address (no allowance): fallback, original bytes, exit 0, report written.
+"$bin" enrich Samples/payloads/fallback-address-denied.json --media-dir "$tmp/m" --report "$tmp/report.json" > "$tmp/out3" 2>/dev/null
+check "fallback exits 0" "[ $? -eq 0 ]"
+check "fallback is byte-identical" "cmp -s Samples/payloads/fallback-address-denied.json $tmp/out3"
+check "report names the reason" "grep -q '\"reason\":\"address-denied\"' $tmp/report.json"
+
+# Not a payload: exit 2, one line on stderr, nothing on stdout.
+for bad in '[1,2,3]' '{"aps":' 'plain text'; do
+  printf '%s' "$bad" | "$bin" enrich - --media-dir "$tmp/m" > "$tmp/out4" 2> "$tmp/err4"
+  code=$?
+  check "'$bad' exits 2" "[ $code -eq 2 ]"
+  check "'$bad' prints nothing on stdout" "[ ! -s $tmp/out4 ]"
+  check "'$bad' explains in one line" "[ \$(wc -l < $tmp/err4) -eq 1 ]"
+done
+python3 -c "print('[' * 70 + ']' * 70)" | "$bin" enrich - --media-dir "$tmp/m" > /dev/null 2>&1
+check "too deep exits 2" "[ $? -eq 2 ]"
+"$bin" enrich /nonexistent.json --media-dir "$tmp/m" > /dev/null 2>&1
+check "missing file exits 2" "[ $? -eq 2 ]"
+
+# Bad flags: a validation error, not a crash.
+"$bin" enrich Samples/payloads/fcm.json --deadline soon > /dev/null 2>&1
+check "bad --deadline exits 64" "[ $? -eq 64 ]"
+"$bin" enrich Samples/payloads/fcm.json --allow-address 10.0.0.0/99 > /dev/null 2>&1
+check "bad --allow-address exits 64" "[ $? -eq 64 ]"
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
