@@ -152,6 +152,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Returns false to abort the transfer.
     func receive(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        if !prefixDone && request.inspectPrefix == nil {
+            prefixDone = true
+        }
         if !prefixDone {
             prefix.append(contentsOf: buffer.prefix(request.prefixLength - prefix.count))
             if prefix.count >= request.prefixLength, !inspectPrefix() { return false }
@@ -333,11 +336,17 @@ final class CurlMulti {
         _ = attache_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
     }
 
+    private var closed = false
+
     deinit {
-        for (easy, transfer) in active {
-            curl_multi_remove_handle(multi, easy)
-            transfer.complete(.failure(CancellationError()))
-        }
+        close()
+    }
+
+    /// Ends what is in flight and frees the multi handle; nothing may call in afterwards.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        cancelAll()
         curl_multi_cleanup(multi)
     }
 
@@ -357,12 +366,14 @@ final class CurlMulti {
             return
         }
         active[transfer.easy] = transfer
+        deadlinesChanged = true
     }
 
     func remove(id: UInt64, with error: any Error) {
         guard let (easy, transfer) = active.first(where: { $0.value.id == id }) else { return }
         curl_multi_remove_handle(multi, easy)
         active[easy] = nil
+        deadlinesChanged = true
         transfer.complete(.failure(error))
     }
 
@@ -374,17 +385,31 @@ final class CurlMulti {
         while let message = curl_multi_info_read(multi, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                   let transfer = active.removeValue(forKey: easy) else { continue }
+            deadlinesChanged = true
             let code = attache_curl_msg_result(message)
             curl_multi_remove_handle(multi, easy)
             let result = transfer.result(code: code)
             if case .success(let r) = result { connectionsOpened += r.newConnections }
             transfer.complete(result)
         }
+        // curl's own TIMEOUT_MS normally ends these first; this is the backstop.
         let now = ContinuousClock.now
+        guard let earliest = earliestDeadline, earliest < now else { return }
         for transfer in active.values where transfer.deadline < now {
             remove(id: transfer.id, with: FetchError(.timeout, "deadline reached during transfer"))
         }
     }
+
+    /// The nearest deadline in flight, recomputed only after the set of transfers changed.
+    private var earliestDeadline: ContinuousClock.Instant? {
+        if deadlinesChanged {
+            cachedEarliest = active.values.lazy.map(\.deadline).min()
+            deadlinesChanged = false
+        }
+        return cachedEarliest
+    }
+    private var cachedEarliest: ContinuousClock.Instant?
+    private var deadlinesChanged = false
 
     /// Sleeps until there is socket activity, a timeout curl wants, `wakeup()`, or `maxWaitMs`.
     func wait(maxWaitMs: Int32) {
@@ -399,7 +424,7 @@ final class CurlMulti {
 
     /// The time until the nearest deadline of a transfer in flight, capped.
     func nextDeadlineWait(cap: Int32) -> Int32 {
-        guard let nearest = active.values.map(\.deadline).min() else { return cap }
+        guard let nearest = earliestDeadline else { return cap }
         let d = ContinuousClock.now.duration(to: nearest)
         let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000 + 1
         return Int32(max(0, min(Int64(cap), ms)))

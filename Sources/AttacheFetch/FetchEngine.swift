@@ -1,4 +1,7 @@
 import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -118,14 +121,14 @@ public final class FetchEngine: Sendable {
                     return true
                 }
                 if accepted {
-                    multi.multi.wakeup()
+                    wakeEngine()
                 } else {
                     transfer.complete(.failure(FetchError(.fetchFailed, "fetch engine is shut down")))
                 }
             }
         } onCancel: {
             commands.withLock { $0.cancels.append(id) }
-            multi.multi.wakeup()
+            wakeEngine()
         }
     }
 
@@ -135,13 +138,23 @@ public final class FetchEngine: Sendable {
     /// Transfers added and not yet finished.
     public var inFlight: Int { commands.withLock { $0.inFlight } }
 
-    /// Stops the engine: transfers in flight end with `CancellationError`.
-    public func shutdown() {
-        let wake = commands.withLock { c -> Bool in
-            defer { c.stopping = true }
-            return !c.stopping
+    /// Wakes the engine thread; under the lock, so it can never touch a closed multi handle.
+    private func wakeEngine() {
+        commands.withLock { c in
+            if !c.stopped { multi.multi.wakeup() }
         }
-        if wake { multi.multi.wakeup() }
+    }
+
+    /// Stops the engine and waits (up to a second) until its thread has let go of libcurl, so a
+    /// process can exit right after. Transfers in flight end with `CancellationError`.
+    public func shutdown() {
+        commands.withLock { c in
+            c.stopping = true
+            if !c.stopped { multi.multi.wakeup() }
+        }
+        for _ in 0..<1000 where !commands.withLock({ $0.stopped }) {
+            usleep(1000)
+        }
     }
 
     private func loop() {
@@ -178,6 +191,7 @@ public final class FetchEngine: Sendable {
         }
         multi.cancelAll()
         commands.withLock { c in
+            multi.close()
             c.stopped = true
             c.inFlight = 0
         }

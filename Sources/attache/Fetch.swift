@@ -1,0 +1,69 @@
+import ArgumentParser
+import Attache
+import AttacheFetch
+import Logging
+
+struct Fetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download URLs at once through Attache's fetch engine (the same policy and limits enrich uses).",
+        discussion: "Prints one summary line: transfers, failures by reason, bytes, connections opened, wall time. Bodies are discarded."
+    )
+
+    @Argument(help: "URLs to fetch.")
+    var urls: [String] = []
+
+    @Option(help: "A file with one URL per line.")
+    var list: String?
+
+    @Option(help: "Deadline for the whole run.", transform: parseDuration)
+    var deadline: Duration = .seconds(60)
+
+    @Option(help: "Allow connections to this network (CIDR); repeatable.", transform: parseCIDR)
+    var allowAddress: [CIDR] = []
+
+    @Option(help: "Connections per host.")
+    var maxConnectionsPerHost: Int = 16
+
+    @Option(help: "Byte cap per transfer.")
+    var maxBytes: Int = 50_000_000
+
+    func run() async throws {
+        var all = urls
+        if let list {
+            let text = String(decoding: try readInput(list), as: UTF8.self)
+            all += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
+        }
+        guard !all.isEmpty else { throw ValidationError("no URLs given") }
+        let engine = try FetchEngine(
+            configuration: .init(policy: AddressPolicy(allowed: allowAddress + (try environmentAllowances())),
+                                 maxConnectionsPerHost: maxConnectionsPerHost),
+            logger: Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        defer { engine.shutdown() }
+        let end = ContinuousClock.now + deadline
+        let start = ContinuousClock.now
+        let cap = maxBytes
+        let results = await withTaskGroup(of: (Int, String?).self) { group in
+            for url in all {
+                group.addTask {
+                    do {
+                        return (try await engine.fetch(FetchRequest(url: url, maxBytes: cap), deadline: end).bytes, nil)
+                    } catch let error as FetchError {
+                        return (0, error.reason)
+                    } catch {
+                        return (0, "cancelled")
+                    }
+                }
+            }
+            return await group.reduce(into: [(Int, String?)]()) { $0.append($1) }
+        }
+        let elapsed = start.duration(to: .now)
+        let bytes = results.reduce(0) { $0 + $1.0 }
+        var failures: [String: Int] = [:]
+        for case (_, let reason?) in results { failures[reason, default: 0] += 1 }
+        let failed = failures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        writeStdout(Array("transfers=\(results.count) failed=\(failed.isEmpty ? "0" : failed) bytes=\(bytes) connections=\(engine.connectionsOpened) wall_ms=\(Int(ms.rounded()))\n".utf8))
+        if !failures.isEmpty { throw ExitCode(1) }
+    }
+}
