@@ -6,38 +6,11 @@ import Glibc
 @testable import AttacheFetch
 
 /// Every test talks only to an in-process origin on 127.0.0.1, port 0.
-@Suite struct FetchEngineTests {
-    static let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-    static let gzipHello: [UInt8] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0x03, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0, 0x86, 0xa6, 0x10, 0x36, 0x05, 0, 0, 0]
-
+@Suite struct FetchEngineTests: FetchEngineTesting {
     let origin: Origin
-    let loopback = AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])
 
     init() throws {
-        origin = try Origin(configuration: .init(files: ["/media.bin": Self.body, "/small.bin": [1, 2, 3], "/hello.gz": Self.gzipHello]))
-    }
-
-    func engine(_ policy: AddressPolicy? = nil, memoryThreshold: Int = 1 << 20, tempDirectory: String = "/tmp") throws -> FetchEngine {
-        try FetchEngine(configuration: .init(policy: policy ?? loopback, memoryThreshold: memoryThreshold, tempDirectory: tempDirectory))
-    }
-
-    func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = .seconds(5), maxBytes: Int = 50 << 20,
-               resolve: [String] = []) async -> Result<FetchResult, FetchError> {
-        do {
-            return .success(try await engine.fetch(FetchRequest(url: url, maxBytes: maxBytes, resolve: resolve),
-                                                   deadline: .now + deadline))
-        } catch let error as FetchError {
-            return .failure(error)
-        } catch {
-            return .failure(FetchError(.fetchFailed, "\(error)"))
-        }
-    }
-
-    func reason(_ result: Result<FetchResult, FetchError>) -> String {
-        switch result {
-        case .success: return "success"
-        case .failure(let e): return e.reason
-        }
+        origin = try Self.makeOrigin()
     }
 
     @Test func downloadsOverHTTP11WithTimings() async throws {
@@ -125,26 +98,6 @@ import Glibc
         #expect(reason(await fetch(engine, origin.url("/small.bin?endless=1"), maxBytes: 1 << 20)) == "too-large")
     }
 
-    @Test(arguments: [1, 2048])
-    func stopsADripAtTheDeadline(_ rate: Int) async throws {
-        let engine = try engine()
-        defer { engine.shutdown(); origin.stop() }
-        let start = ContinuousClock.now
-        let result = await fetch(engine, origin.url("/media.bin?rate=\(rate)"), deadline: .milliseconds(800))
-        let elapsed = start.duration(to: .now)
-        #expect(reason(result) == "timeout")
-        #expect(elapsed < .milliseconds(850))
-    }
-
-    @Test func stopsAServerThatNeverAnswersAtTheDeadline() async throws {
-        let engine = try engine()
-        defer { engine.shutdown(); origin.stop() }
-        let start = ContinuousClock.now
-        let result = await fetch(engine, origin.url("/media.bin?hang=1"), deadline: .milliseconds(300))
-        #expect(reason(result) == "timeout")
-        #expect(start.duration(to: .now) < .milliseconds(350))
-    }
-
     @Test func reportsHTTPErrors() async throws {
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }
@@ -192,24 +145,6 @@ import Glibc
         #expect(listDirectory(directory).isEmpty)
     }
 
-    @Test func cancellationFreesTheTransferAndItsTempFile() async throws {
-        let directory = try makeTempDirectory()
-        let engine = try engine(memoryThreshold: 1024, tempDirectory: directory)
-        defer { engine.shutdown(); origin.stop() }
-        let url = origin.url("/media.bin?rate=20000")
-        let task = Task { try await engine.fetch(FetchRequest(url: url), deadline: .now + .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(400))
-        #expect(listDirectory(directory).count == 1)  // the body is being written
-        let start = ContinuousClock.now
-        task.cancel()
-        let result = await task.result
-        #expect(start.duration(to: .now) < .milliseconds(100))
-        #expect(throws: CancellationError.self) { try result.get() }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(engine.inFlight == 0)
-        #expect(listDirectory(directory).isEmpty)
-    }
-
     @Test func twoHundredConcurrentTransfersReuseConnections() async throws {
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }
@@ -228,3 +163,94 @@ import Glibc
         #expect(engine.connectionsOpened == origin.statistics.connections)
     }
 }
+
+/// What the fetch suites share: an origin with fixtures, engines, and a way to call them.
+protocol FetchEngineTesting {
+    var origin: Origin { get }
+}
+
+extension FetchEngineTesting {
+    static var body: [UInt8] { fixtureBody }
+    /// "hello", gzip-compressed.
+    static var gzipHello: [UInt8] { [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0x03, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0, 0x86, 0xa6, 0x10, 0x36, 0x05, 0, 0, 0] }
+
+    var loopback: AddressPolicy { AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]) }
+
+    static func makeOrigin() throws -> Origin {
+        try Origin(configuration: .init(files: ["/media.bin": body, "/small.bin": [1, 2, 3], "/hello.gz": gzipHello]))
+    }
+
+    func engine(_ policy: AddressPolicy? = nil, memoryThreshold: Int = 1 << 20, tempDirectory: String = "/tmp") throws -> FetchEngine {
+        try FetchEngine(configuration: .init(policy: policy ?? loopback, memoryThreshold: memoryThreshold, tempDirectory: tempDirectory))
+    }
+
+    func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = .seconds(5), maxBytes: Int = 50 << 20,
+               resolve: [String] = []) async -> Result<FetchResult, FetchError> {
+        do {
+            return .success(try await engine.fetch(FetchRequest(url: url, maxBytes: maxBytes, resolve: resolve),
+                                                   deadline: .now + deadline))
+        } catch let error as FetchError {
+            return .failure(error)
+        } catch {
+            return .failure(FetchError(.fetchFailed, "\(error)"))
+        }
+    }
+
+    func reason(_ result: Result<FetchResult, FetchError>) -> String {
+        switch result {
+        case .success: return "success"
+        case .failure(let e): return e.reason
+        }
+    }
+
+}
+
+/// Timing-sensitive: run on their own (`make test` runs every *Deadline* suite after the rest,
+/// one test at a time), so other suites' CPU work on a 2-core machine cannot skew them.
+@Suite(.serialized) struct FetchDeadlineTests: FetchEngineTesting {
+    let origin: Origin
+
+    init() throws {
+        origin = try Self.makeOrigin()
+    }
+
+    @Test(arguments: [1, 2048])
+    func stopsADripAtTheDeadline(_ rate: Int) async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let start = ContinuousClock.now
+        let result = await fetch(engine, origin.url("/media.bin?rate=\(rate)"), deadline: .milliseconds(800))
+        let elapsed = start.duration(to: .now)
+        #expect(reason(result) == "timeout")
+        #expect(elapsed < .milliseconds(850))
+    }
+
+    @Test func stopsAServerThatNeverAnswersAtTheDeadline() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let start = ContinuousClock.now
+        let result = await fetch(engine, origin.url("/media.bin?hang=1"), deadline: .milliseconds(300))
+        #expect(reason(result) == "timeout")
+        #expect(start.duration(to: .now) < .milliseconds(350))
+    }
+
+    @Test func cancellationFreesTheTransferAndItsTempFile() async throws {
+        let directory = try makeTempDirectory()
+        let engine = try engine(memoryThreshold: 1024, tempDirectory: directory)
+        defer { engine.shutdown(); origin.stop() }
+        let url = origin.url("/media.bin?rate=20000")
+        let task = Task { try await engine.fetch(FetchRequest(url: url), deadline: .now + .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(listDirectory(directory).count == 1)  // the body is being written
+        let start = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        #expect(start.duration(to: .now) < .milliseconds(100))
+        #expect(throws: CancellationError.self) { try result.get() }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(engine.inFlight == 0)
+        #expect(listDirectory(directory).isEmpty)
+    }
+}
+
+private let fixtureBody: [UInt8] = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }

@@ -5,7 +5,8 @@ import AttacheTesting
 import Testing
 import TitleRewriter
 
-@Suite struct DeadlineTests {
+/// Timing-sensitive: `make test` runs every *Deadline* suite on its own, after the rest.
+@Suite(.serialized) struct DeadlineTests {
     @Test func aHangingOriginFallsBackWithinTwentyMilliseconds() async throws {
         let h = try Harness()
         defer { h.stop() }
