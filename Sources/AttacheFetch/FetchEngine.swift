@@ -64,6 +64,14 @@ public final class FetchEngine: Sendable {
     }
 
     private let commands = Mutex(Commands())
+    private let exited = Latch()
+
+    /// Set once by the engine thread as its very last act.
+    private final class Latch: Sendable {
+        private let flag = Atomic<Bool>(false)
+        func open() { flag.store(true, ordering: .releasing) }
+        var isOpen: Bool { flag.load(ordering: .acquiring) }
+    }
     private let multi: UncheckedMulti
     private let settings: TransferSettings
     public let configuration: Configuration
@@ -96,11 +104,16 @@ public final class FetchEngine: Sendable {
         for cidr in configuration.policy.allowed {
             logger.notice("address allowance in force", metadata: ["attache.fetch.allowed": "\(cidr)"])
         }
-        startDetachedThread(name: "attache-fetch") { [self] in self.loop() }
+        // The thread holds the engine only while it loops, and says so when it has let go: a
+        // process may then exit without libcurl or the engine being freed under its feet.
+        startDetachedThread(name: "attache-fetch") { [weak self, exited] in
+            if let self { self.loop() }
+            exited.open()
+        }
     }
 
     deinit {
-        shutdown()
+        requestStop()
     }
 
     /// Fetches one URL, finishing by `deadline` at the latest. Cancelling the calling task removes
@@ -145,15 +158,19 @@ public final class FetchEngine: Sendable {
         }
     }
 
-    /// Stops the engine and waits (up to a second) until its thread has let go of libcurl, so a
-    /// process can exit right after. Transfers in flight end with `CancellationError`.
+    /// Stops the engine and waits (up to a second) until its thread has let go of libcurl and of
+    /// the engine, so a process can exit right after. Transfers in flight end with `CancellationError`.
     public func shutdown() {
+        requestStop()
+        for _ in 0..<1000 where !exited.isOpen {
+            usleep(1000)
+        }
+    }
+
+    private func requestStop() {
         commands.withLock { c in
             c.stopping = true
             if !c.stopped { multi.multi.wakeup() }
-        }
-        for _ in 0..<1000 where !commands.withLock({ $0.stopped }) {
-            usleep(1000)
         }
     }
 
