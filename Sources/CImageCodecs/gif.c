@@ -30,6 +30,40 @@ static attache_status fail(GifFileType *gif, attache_decode_options *options, at
     return status;
 }
 
+static attache_status stream_opaque_frame(GifFileType *gif, ColorMapObject *map, attache_decode_options *options, attache_image *out) {
+    const int w = gif->Image.Width, h = gif->Image.Height;
+    attache_shrinker shrinker;
+    if (!attache_shrinker_init(&shrinker, w, h, 3, options->shrink, 0)) return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+    GifPixelType *line = malloc((size_t)w);
+    uint8_t *rgb = malloc((size_t)w * 3);
+    if (!line || !rgb) {
+        free(line); free(rgb);
+        attache_shrinker_free(&shrinker);
+        return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+    }
+    attache_status status = ATTACHE_OK;
+    for (int y = 0; y < h && status == ATTACHE_OK; y++) {
+        if (DGifGetLine(gif, line, w) == GIF_ERROR) { status = ATTACHE_ERR_INVALID; break; }
+        for (int x = 0; x < w; x++) {
+            int index = line[x];
+            // An index past the palette is out of bounds: shown as black, never read past the table.
+            GifColorType c = index < map->ColorCount ? map->Colors[index] : (GifColorType){ 0, 0, 0 };
+            rgb[x * 3] = c.Red; rgb[x * 3 + 1] = c.Green; rgb[x * 3 + 2] = c.Blue;
+        }
+        attache_shrinker_push(&shrinker, rgb);
+        if ((y & 31) == 31 && options->abort_fn && options->abort_fn(options->abort_context)) status = ATTACHE_ERR_ABORTED;
+    }
+    free(line);
+    free(rgb);
+    if (status != ATTACHE_OK) {
+        attache_shrinker_free(&shrinker);
+        return fail(gif, options, status, status == ATTACHE_ERR_ABORTED ? "aborted" : NULL);
+    }
+    DGifCloseFile(gif, NULL);
+    attache_shrinker_finish(&shrinker, out);
+    return ATTACHE_OK;
+}
+
 attache_status attache_gif_decode_first(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
     reader r = { data, length, 0 };
     int error = 0;
@@ -71,6 +105,13 @@ attache_status attache_gif_decode_first(const uint8_t *data, size_t length, atta
     if (d->Width <= 0 || d->Height <= 0 || (uint64_t)d->Width * d->Height > options->max_pixels)
         return fail(gif, options, ATTACHE_ERR_LIMITS, "frame size out of range");
 
+    int covers = d->Left == 0 && d->Top == 0 && d->Width == sw && d->Height == sh;
+    if (covers && !d->Interlace && transparent < 0) {
+        // The common case: an opaque, progressive frame the size of the screen. Rows go straight
+        // from the LZW decoder through the palette into the shrinker, with no canvas at all.
+        return stream_opaque_frame(gif, map, options, out);
+    }
+
     // Canvas in premultiplied RGBA; what the first frame does not cover stays transparent.
     uint8_t *canvas = calloc((size_t)sw * sh, 4);
     GifPixelType *line = malloc((size_t)d->Width);
@@ -78,7 +119,6 @@ attache_status attache_gif_decode_first(const uint8_t *data, size_t length, atta
         free(canvas); free(line);
         return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     }
-    int covers = d->Left == 0 && d->Top == 0 && d->Width >= sw && d->Height >= sh;
     int any_transparent = !covers;
     static const int offsets[] = { 0, 4, 2, 1 }, steps[] = { 8, 8, 4, 2 };
     int passes = d->Interlace ? 4 : 1;

@@ -81,14 +81,23 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
             for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
         }
     }
+    const size_t row = (size_t)width * c;
+    float *acc = malloc(sizeof(float) * row);
+    if (!acc) {
+        free(h); free(hs); free(v); free(vs); free(tmp); free(dst);
+        return ATTACHE_ERR_NOMEM;
+    }
     for (int y = 0; y < height; y++) {
         const contribution *k = &v[y];
-        uint8_t *d = dst + (size_t)y * width * c;
-        for (int x = 0; x < width * c; x++) {
-            float acc = 0;
-            for (int j = 0; j < k->count; j++) acc += tmp[(size_t)(k->start + j) * width * c + x] * k->weights[j];
-            d[x] = clamp8(acc);
+        uint8_t *d = dst + (size_t)y * row;
+        // Tap by tap over whole rows: contiguous, so the compiler vectorises it.
+        memset(acc, 0, sizeof(float) * row);
+        for (int j = 0; j < k->count; j++) {
+            const float *src = tmp + (size_t)(k->start + j) * row;
+            const float w = k->weights[j];
+            for (size_t x = 0; x < row; x++) acc[x] += src[x] * w;
         }
+        for (size_t x = 0; x < row; x++) d[x] = clamp8(acc[x]);
         if (c == 4) {  // premultiplied: colour can never exceed alpha
             for (int x = 0; x < width; x++) {
                 uint8_t a = d[x * 4 + 3];
@@ -96,7 +105,7 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
             }
         }
     }
-    free(h); free(hs); free(v); free(vs); free(tmp);
+    free(h); free(hs); free(v); free(vs); free(tmp); free(acc);
     out->pixels = dst;
     out->width = width;
     out->height = height;
