@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "Attache", "AttacheTesting",
+                "Attache", "AttacheTesting", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -215,6 +215,7 @@ final class CurlTransfer: @unchecked Sendable {
             failure = FetchError(.tooLarge, "Content-Length \(contentLength) exceeds \(cap)", status: lastStatus)
             return false
         }
+        if contentLength > 0 { body.expect(Int(contentLength)) }
         return true
     }
 

@@ -33,7 +33,7 @@ public final class FetchEngine: Sendable {
             lowSpeedTime: Int = 3,
             proxy: String? = nil,
             userAgent: String = "Attache/0.1",
-            memoryThreshold: Int = 1 << 20,
+            memoryThreshold: Int = 8 << 20,
             tempDirectory: String = "/tmp",
             maxRedirects: Int = 5,
             maxConnectionsPerHost: Int = 16,

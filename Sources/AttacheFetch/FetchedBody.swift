@@ -26,6 +26,12 @@ public final class FetchedBody: @unchecked Sendable {
         count = bytes.count
     }
 
+    /// Reserves memory for a body whose length the server declared, when it will stay in memory,
+    /// so it is not copied again and again as it grows.
+    func expect(_ length: Int) {
+        if fd < 0 && length > memory.count && length <= threshold { memory.reserveCapacity(length) }
+    }
+
     /// Appends received bytes; returns false when the temp file cannot be written.
     func append(_ pointer: UnsafeRawBufferPointer) -> Bool {
         count += pointer.count

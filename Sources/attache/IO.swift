@@ -1,3 +1,4 @@
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,33 +9,7 @@ struct IOError: Error, CustomStringConvertible {
 
 /// Reads a whole file, or standard input for "-".
 func readInput(_ path: String) throws -> [UInt8] {
-    let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY)
-    guard fd >= 0 else { throw IOError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-    defer { if fd != STDIN_FILENO { close(fd) } }
-    var info = stat()
-    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
-        // A regular file: one allocation of its size, no regrowth while reading.
-        let size = Int(info.st_size)
-        let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            while count < size {
-                let n = read(fd, buffer.baseAddress! + count, size - count)
-                if n < 0 && errno == EINTR { continue }
-                guard n >= 0 else { throw IOError(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
-                if n == 0 { break }
-                count += n
-            }
-        }
-        return bytes
-    }
-    var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n >= 0 else { throw IOError(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
-        if n == 0 { return out }
-        out.append(contentsOf: chunk[..<n])
-    }
+    path == "-" ? try readAll(fd: STDIN_FILENO, name: "standard input") : try readFile(path)
 }
 
 private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

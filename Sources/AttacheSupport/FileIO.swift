@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct FileReadError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Reads everything from an open descriptor: a regular file in one allocation of its size,
+/// anything else (a pipe, a terminal) in chunks until end of file.
+public func readAll(fd: Int32, name: String) throws -> [UInt8] {
+    func failure() -> FileReadError { FileReadError(description: "cannot read \(name): \(String(cString: strerror(errno)))") }
+    var info = stat()
+    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+        let size = Int(info.st_size)
+        return try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            while count < size {
+                let n = read(fd, buffer.baseAddress! + count, size - count)
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { throw failure() }
+                if n == 0 { break }
+                count += n
+            }
+        }
+    }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n >= 0 else { throw failure() }
+        if n == 0 { return out }
+        out.append(contentsOf: chunk[..<n])
+    }
+}
+
+/// A whole file's bytes.
+public func readFile(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    return try readAll(fd: fd, name: path)
+}
