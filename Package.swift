@@ -21,12 +21,23 @@ let package = Package(
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
+        ),
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
         .target(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG", "CGIF"],
             cSettings: [.unsafeFlags(["-O3"])],
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif")]
+        ),
+        // Probe and poster frames on FFmpeg; its macros stay in here.
+        .target(
+            name: "CVideoCodecs",
+            dependencies: ["CFFmpeg", "CImageCodecs"],
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]
         ),
 
         .target(name: "AttachePayload", swiftSettings: strict),
@@ -36,7 +47,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AttacheSupport", swiftSettings: strict),
-        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
+        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", swiftSettings: strict),
         .target(
             name: "Attache",

@@ -17,6 +17,7 @@ public struct EnrichmentOptions: Sendable {
     public var attachmentsKey = "attachments"
     public var maxAttachments = 4
     public var genericKeys = ["media-url", "image-url"]
+    public var posterMode: PosterMode = .fast
 
     public init() {}
 }
@@ -35,6 +36,7 @@ public struct Enrichment: Sendable {
         let configuration = EnrichConfiguration(
             dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
             render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
+            posterMode: options.posterMode,
             rewriteSourceURLs: options.publicBaseURL != nil
         )
         services = MediaServices(engine: engine, store: store, configuration: configuration,

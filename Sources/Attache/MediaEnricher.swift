@@ -10,15 +10,17 @@ public struct EnrichConfiguration: Sendable {
     public var dialects: DialectReader
     public var render: RenderOptions
     public var limits: MediaLimits
+    public var posterMode: PosterMode
     /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
     /// so an unchanged device SDK fetches the checked file).
     public var rewriteSourceURLs: Bool
 
     public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
-                limits: MediaLimits = MediaLimits(), rewriteSourceURLs: Bool = false) {
+                limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false) {
         self.dialects = dialects
         self.render = render
         self.limits = limits
+        self.posterMode = posterMode
         self.rewriteSourceURLs = rewriteSourceURLs
     }
 }
@@ -171,6 +173,44 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.download = max(0, fetched.timings.total - fetched.timings.firstByte)
         }
 
+        let kind = Sniffer.sniff(fetched.body.prefix)?.kind ?? .image
+        let rendered = kind == .image
+            ? try await renderImage(fetched, media: media, index: index)
+            : try await renderMovie(fetched, media: media, index: index)
+
+        let storeStart = ContinuousClock.now
+        let store = services.store
+        let (main, thumbnail) = try await services.pool.run { _ in
+            (try store.put(rendered.main, fileExtension: rendered.format.fileExtension),
+             try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
+        }
+        update(index) { $0.timings.store = storeStart.duration(to: .now).milliseconds }
+
+        var thumbnailEntry: AttachmentEntry.Thumbnail?
+        if let stored = thumbnail, let image = rendered.thumbnail {
+            thumbnailEntry = .init(url: stored.url, width: image.width, height: image.height)
+        }
+        return AttachmentEntry(
+            id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
+            width: rendered.width, height: rendered.height, frames: rendered.frames, duration: rendered.duration,
+            thumbnail: thumbnailEntry,
+            options: media.options
+        )
+    }
+
+    /// What goes into the store and the attachment entry.
+    private struct Rendered: Sendable {
+        var main: [UInt8]
+        var format: MediaFormat
+        var uti: String
+        var width: Int?
+        var height: Int?
+        var frames: Int?
+        var duration: Double?
+        var thumbnail: RenderedImage?
+    }
+
+    private func renderImage(_ fetched: FetchResult, media: MediaRequest, index: Int) async throws -> Rendered {
         let pipeline = services.pipeline
         let inspectStart = ContinuousClock.now
         let (bytes, header) = try await services.pool.run { _ in
@@ -182,7 +222,6 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.format = header.format.rawValue
             r.timings.inspect = inspectStart.duration(to: .now).milliseconds
         }
-
         var renderOptions = services.configuration.render
         renderOptions.clip = media.options.clippingRect
         let options = renderOptions
@@ -191,48 +230,58 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             try pipeline.render(bytes, header: header, options: options, abort: abort)
         }
         update(index) { $0.timings.render = renderStart.duration(to: .now).milliseconds }
-
-        let storeStart = ContinuousClock.now
-        let store = services.store
-        let (main, thumbnail) = try await services.pool.run { _ in
-            let main: (StoredMedia, MediaFormat, Int, Int, Int)
-            if let display = rendition.display {
-                main = (try store.put(display.bytes, fileExtension: display.format.fileExtension), display.format,
-                        display.bytes.count, display.width, display.height)
-            } else {
-                main = (try store.put(bytes, fileExtension: header.format.fileExtension), header.format,
-                        bytes.count, header.displayWidth, header.displayHeight)
-            }
-            let t = rendition.thumbnail
-            return (main, try store.put(t.bytes, fileExtension: t.format.fileExtension))
+        if let display = rendition.display {
+            return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
+                            height: display.height, thumbnail: rendition.thumbnail)
         }
-        update(index) { $0.timings.store = storeStart.duration(to: .now).milliseconds }
-
-        return AttachmentEntry(
-            id: media.id, url: main.0.url, type: main.1.uti, bytes: main.2, width: main.3, height: main.4,
-            frames: header.frames > 1 ? header.frames : nil,
-            thumbnail: .init(url: thumbnail.url, width: rendition.thumbnail.width, height: rendition.thumbnail.height),
-            options: media.options
-        )
+        return Rendered(main: bytes, format: header.format, uti: header.format.uti, width: header.displayWidth,
+                        height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,
+                        thumbnail: rendition.thumbnail)
     }
 
-    /// Sniffs the first bytes while they arrive: anything but an image iOS shows stops here.
+    private func renderMovie(_ fetched: FetchResult, media: MediaRequest, index: Int) async throws -> Rendered {
+        let pipeline = VideoPipeline(limits: services.configuration.limits, posterMode: services.configuration.posterMode)
+        var renderOptions = services.configuration.render
+        renderOptions.clip = media.options.clippingRect
+        let options = renderOptions
+        let start = ContinuousClock.now
+        let (bytes, movie) = try await services.pool.run { abort in
+            let bytes = try fetched.body.readAll()
+            return (bytes, try pipeline.render(bytes, options: options, time: media.options.thumbnailTime, abort: abort))
+        }
+        let facts = movie.facts
+        update(index) { r in
+            r.kind = facts.kind.rawValue
+            r.format = facts.format.rawValue
+            r.timings.render = start.duration(to: .now).milliseconds
+        }
+        return Rendered(main: bytes, format: facts.format, uti: facts.uti,
+                        width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,
+                        duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
+    }
+
+    /// Sniffs the first bytes while they arrive: anything iOS cannot attach stops here, and each
+    /// kind gets its own byte cap.
     static func judgePrefix(_ prefix: [UInt8], limits: MediaLimits) -> PrefixVerdict {
         guard let format = Sniffer.sniff(prefix) else {
             let text = String(decoding: prefix.prefix(256), as: UTF8.self).lowercased()
             if text.contains("<html") || text.contains("<!doctype") {
                 return .reject(reason: "unsupported-type", message: "an HTML page, not media")
             }
+            if text.hasPrefix("#extm3u") || text.hasPrefix("ffconcat") {
+                return .reject(reason: "unsupported-type", message: "a playlist, not media")
+            }
             return .reject(reason: "unsupported-type", message: "not a recognised media format")
         }
-        guard format.kind == .image else {
-            return .reject(reason: "unsupported-type", message: "\(format.rawValue) \(format.kind.rawValue) is not supported yet")
-        }
-        guard format.isSupportedByIOS else {
+        switch format {
+        case .webp, .heic, .avif:
             return .reject(reason: "unsupported-type", message: "\(format.rawValue) is not an image iOS can show")
+        case .jpeg, .png:
+            // Over the cap can still become a display copy; take up to twice the cap.
+            return .accept(maxBytes: limits.imageBytes * 2)
+        default:
+            // Movies and sounds are judged by probing; WebM is refused there, with its codec named.
+            return .accept(maxBytes: limits.byteCap(for: format.kind))
         }
-        // A JPEG or PNG over the cap can still become a display copy; take up to twice the cap.
-        let cap = format == .gif ? limits.imageBytes : limits.imageBytes * 2
-        return .accept(maxBytes: cap)
     }
 }

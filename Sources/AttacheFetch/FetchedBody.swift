@@ -24,6 +24,7 @@ public final class FetchedBody: @unchecked Sendable {
         self.init(threshold: Int.max, directory: "")
         memory = bytes
         count = bytes.count
+        prefix = Array(bytes.prefix(512))
     }
 
     /// Reserves memory for a body whose length the server declared, when it will stay in memory,
@@ -34,6 +35,7 @@ public final class FetchedBody: @unchecked Sendable {
 
     /// Appends received bytes; returns false when the temp file cannot be written.
     func append(_ pointer: UnsafeRawBufferPointer) -> Bool {
+        if prefix.count < 512 { prefix.append(contentsOf: pointer.prefix(512 - prefix.count)) }
         count += pointer.count
         if fd < 0 && memory.count + pointer.count <= threshold {
             memory.append(contentsOf: pointer)
@@ -67,6 +69,9 @@ public final class FetchedBody: @unchecked Sendable {
         }
         return true
     }
+
+    /// The first bytes received (up to 512), for sniffing without reading the body back.
+    public private(set) var prefix: [UInt8] = []
 
     /// Closes the file once the transfer is done writing.
     func finishWriting() {

@@ -6,7 +6,8 @@ import AttacheSupport
 final class Pixels {
     fileprivate var image: attache_image
 
-    fileprivate init(_ image: attache_image) {
+    /// Takes ownership of an image a C decoder allocated.
+    init(_ image: attache_image) {
         self.image = image
     }
 

@@ -116,7 +116,7 @@ public struct ImagePipeline: Sendable {
         return ImageRendition(header: header, thumbnail: thumbnail, display: display)
     }
 
-    private func make(from source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int, quality: Int) throws -> RenderedImage {
+    func make(from source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int, quality: Int) throws -> RenderedImage {
         var pixels = source
         if let clip {
             // The clipping rect is in the displayed (oriented) image's units; map it to stored pixels.

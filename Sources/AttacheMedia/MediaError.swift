@@ -41,6 +41,11 @@ public struct MediaLimits: Sendable {
     public var imageBytes: Int
     public var audioBytes: Int
     public var videoBytes: Int
+    /// Pixels per video frame (8K), enforced by the decoder too.
+    public var maxVideoPixels: Int
+    /// Longest clip, in seconds.
+    public var maxDuration: Double
+    public var maxStreams: Int
 
     public init(
         maxPixels: Int = 50_000_000,
@@ -49,7 +54,10 @@ public struct MediaLimits: Sendable {
         maxDecoderMemory: Int = 256 << 20,
         imageBytes: Int = 10_000_000,
         audioBytes: Int = 5_000_000,
-        videoBytes: Int = 50_000_000
+        videoBytes: Int = 50_000_000,
+        maxVideoPixels: Int = 7680 * 4320,
+        maxDuration: Double = 600,
+        maxStreams: Int = 16
     ) {
         self.maxPixels = maxPixels
         self.maxGIFFrames = maxGIFFrames
@@ -58,6 +66,9 @@ public struct MediaLimits: Sendable {
         self.imageBytes = imageBytes
         self.audioBytes = audioBytes
         self.videoBytes = videoBytes
+        self.maxVideoPixels = maxVideoPixels
+        self.maxDuration = maxDuration
+        self.maxStreams = maxStreams
     }
 
     public func byteCap(for kind: MediaKind) -> Int {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheFetch
+import AttacheMedia
 import AttachePayload
 import Logging
 #if canImport(Glibc)
@@ -57,6 +58,9 @@ struct Enrich: AsyncParsableCommand {
     @Option(name: .customLong("media-key"), help: "Top-level key read as a generic media URL; repeatable (default: media-url, image-url).")
     var mediaKeys: [String] = []
 
+    @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it).")
+    var poster: PosterMode = .fast
+
     @Flag(help: "Print a one-line outcome on stderr.")
     var summary = false
 
@@ -93,6 +97,7 @@ struct Enrich: AsyncParsableCommand {
         options.attachmentsKey = attachmentsKey
         options.maxAttachments = maxAttachments
         if !mediaKeys.isEmpty { options.genericKeys = mediaKeys }
+        options.posterMode = poster
 
         let enrichment: Enrichment
         do {

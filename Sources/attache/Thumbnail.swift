@@ -3,10 +3,11 @@ import AttacheMedia
 
 struct Thumbnail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Validate an image file and write its thumbnail (the pipeline's own code; used by the benchmarks)."
+        abstract: "Validate a media file and write its thumbnail (the pipeline's own code; used by the benchmarks).",
+        discussion: "Images: the first frame. Movies: a poster frame at --time (default: cover art, else 1 s or 10 % of a short clip)."
     )
 
-    @Argument(help: "Image file (JPEG, PNG or GIF).")
+    @Argument(help: "Image (JPEG, PNG, GIF) or movie (MP4, MOV, AVI, MPEG).")
     var file: String
 
     @Option(name: .shortAndLong, help: "Output file.")
@@ -15,18 +16,32 @@ struct Thumbnail: AsyncParsableCommand {
     @Option(help: "Longest edge in pixels.")
     var size: Int = 320
 
+    @Option(help: "Movies: seconds into the clip.")
+    var time: Double?
+
+    @Option(help: "Movies: fast (keyframe at or before the time) or exact (first frame at or after it).")
+    var poster: PosterMode = .fast
+
     func run() async throws {
         let bytes = try readInput(file)
-        let pipeline = ImagePipeline()
+        let options = RenderOptions(thumbnailSize: size, displaySize: Int.max)
         do {
-            let header = try pipeline.inspect(bytes)
-            let options = RenderOptions(thumbnailSize: size, displaySize: Int.max)
-            let rendition = try pipeline.render(bytes, header: header, options: options)
-            try writeFile(output, rendition.thumbnail.bytes)
-            writeStdout(Array("\(rendition.thumbnail.width)x\(rendition.thumbnail.height) \(rendition.thumbnail.format.rawValue)\n".utf8))
+            let thumbnail: RenderedImage
+            if Sniffer.sniff(bytes)?.kind == .image {
+                let pipeline = ImagePipeline()
+                thumbnail = try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options).thumbnail
+            } else {
+                let movie = try VideoPipeline(posterMode: poster).render(bytes, options: options, time: time)
+                guard let t = movie.thumbnail else { throw MediaError(.unsupportedType, "a sound has no picture") }
+                thumbnail = t
+            }
+            try writeFile(output, thumbnail.bytes)
+            writeStdout(Array("\(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue)\n".utf8))
         } catch let error as MediaError {
             printError("attache: \(file): \(error)")
             throw ExitCode(1)
         }
     }
 }
+
+extension PosterMode: ExpressibleByArgument {}

@@ -23,6 +23,21 @@ import TitleRewriter
         #expect(emission.report.attachments.first?.reason == .timeout)
     }
 
+    @Test func aBusyFFmpegDoesNotDelayTheAnswer() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        // Exact poster at 9.5 s of a clip with one keyframe every 10 s: ~300 1080p frames to decode.
+        let e = try h.enrichment { $0.deadline = .milliseconds(200); $0.posterMode = .exact }
+        defer { e.shutdown() }
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"com.urbanairship.media_attachment":{"url":"ORIGIN/gop10s-1080p.mp4","options":{"time":9.5}}}"#)
+        let start = ContinuousClock.now
+        let emission = try await e.enrich(input)
+        let elapsed = start.duration(to: .now)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .timeout)
+        #expect(elapsed < .milliseconds(220), "emitted after \(elapsed)")
+    }
+
     @Test func aSlowDownloadLeavesNoTempFileBehind() async throws {
         let big = [UInt8](repeating: 7, count: 3 << 20)
         let h = try Harness(files: ["/big.jpg": [0xFF, 0xD8, 0xFF, 0xE0] + big])

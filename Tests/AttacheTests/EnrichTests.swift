@@ -179,3 +179,44 @@ import Testing
         #expect((timings["render"]?.doubleValue ?? 0) > 0)
     }
 }
+
+@Suite struct MovieEnrichTests {
+    @Test func aClipIsAttachedWithItsPosterFrame() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let emission = try await e.enrich(h.sample("airship-video.json"))
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == "public.mpeg-4")
+        #expect(entry["duration"]?.numberText == "3")
+        #expect(entry["thumbnail-time"]?.numberText == "2")
+        #expect(entry["thumbnail"]?.objectValue?["width"]?.numberText == "320")
+        #expect(emission.report.attachments.first?.kind == "video")
+    }
+
+    @Test func aSoundIsAttachedWithoutAThumbnail() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let emission = try await e.enrich(h.sample("clevertap-audio.json"))
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == "com.apple.m4a-audio")
+        #expect(entry["thumbnail"] == nil)
+    }
+
+    @Test(arguments: ["fallback-webm.json", "fallback-playlist.json"])
+    func refusedMoviesFallBack(_ name: String) async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        let input = h.sample(name)
+        let emission = try await e.enrich(input)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .unsupportedType)
+    }
+}

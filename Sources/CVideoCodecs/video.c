@@ -1,0 +1,362 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libavformat/avformat.h>
+#include <libavcodec/avcodec.h>
+#include <libswscale/swscale.h>
+#include <libavutil/display.h>
+#include <libavutil/imgutils.h>
+#include "attache_video.h"
+
+struct attache_media {
+    const uint8_t *data;
+    size_t length;
+    int64_t position;
+    AVFormatContext *format;
+    AVIOContext *io;
+    attache_media_options *options;
+    int video_stream;
+};
+
+static int read_packet(void *opaque, uint8_t *buffer, int size) {
+    attache_media *m = opaque;
+    if (m->position >= (int64_t)m->length) return AVERROR_EOF;
+    int64_t n = (int64_t)m->length - m->position;
+    if (n > size) n = size;
+    memcpy(buffer, m->data + m->position, (size_t)n);
+    m->position += n;
+    return (int)n;
+}
+
+static int64_t seek(void *opaque, int64_t offset, int whence) {
+    attache_media *m = opaque;
+    int64_t target;
+    switch (whence & ~AVSEEK_FORCE) {
+        case AVSEEK_SIZE: return (int64_t)m->length;
+        case SEEK_SET: target = offset; break;
+        case SEEK_CUR: target = m->position + offset; break;
+        case SEEK_END: target = (int64_t)m->length + offset; break;
+        default: return -1;
+    }
+    if (target < 0 || target > (int64_t)m->length) return -1;
+    m->position = target;
+    return target;
+}
+
+static int interrupted(void *opaque) {
+    attache_media *m = opaque;
+    return m->options->abort_fn && m->options->abort_fn(m->options->abort_context);
+}
+
+static attache_status failure(attache_media_options *o, int error, const char *what) {
+    char text[AV_ERROR_MAX_STRING_SIZE] = { 0 };
+    av_strerror(error, text, sizeof text);
+    snprintf(o->message, sizeof o->message, "%s: %s", what, text);
+    if (error == AVERROR_EXIT) return ATTACHE_ERR_ABORTED;
+    if (error == AVERROR(ENOMEM)) return ATTACHE_ERR_NOMEM;
+    return ATTACHE_ERR_INVALID;
+}
+
+void attache_media_close(attache_media *m) {
+    if (!m) return;
+    if (m->format) avformat_close_input(&m->format);
+    if (m->io) {
+        av_freep(&m->io->buffer);
+        avio_context_free(&m->io);
+    }
+    free(m);
+}
+
+static void copy_name(char *out, size_t size, const char *name) {
+    snprintf(out, size, "%s", name ? name : "");
+}
+
+attache_status attache_media_open(const uint8_t *data, size_t length, attache_media_options *o,
+                                  attache_media **out, attache_media_facts *facts) {
+    *out = NULL;
+    memset(facts, 0, sizeof *facts);
+    o->message[0] = 0;
+    av_log_set_level(AV_LOG_QUIET);
+    const AVInputFormat *demuxer = av_find_input_format(o->demuxer);
+    if (!demuxer) {
+        snprintf(o->message, sizeof o->message, "no demuxer %s", o->demuxer);
+        return ATTACHE_ERR_UNSUPPORTED;
+    }
+    attache_media *m = calloc(1, sizeof *m);
+    if (!m) return ATTACHE_ERR_NOMEM;
+    m->data = data;
+    m->length = length;
+    m->options = o;
+    m->video_stream = -1;
+    const int io_size = 32768;
+    uint8_t *buffer = av_malloc(io_size);
+    m->io = buffer ? avio_alloc_context(buffer, io_size, 0, m, read_packet, NULL, seek) : NULL;
+    m->format = avformat_alloc_context();
+    if (!m->io || !m->format) {
+        if (!m->io) av_free(buffer);
+        attache_media_close(m);
+        return ATTACHE_ERR_NOMEM;
+    }
+    m->format->pb = m->io;
+    m->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+    m->format->interrupt_callback.callback = interrupted;
+    m->format->interrupt_callback.opaque = m;
+
+    AVDictionary *settings = NULL;
+    av_dict_set(&settings, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,avi,mpeg,mpegts,mp3,wav,aiff,matroska,webm", 0);
+    av_dict_set(&settings, "protocol_whitelist", "", 0);       // nothing may be opened by name
+    av_dict_set(&settings, "enable_drefs", "0", 0);            // mov: no external data references
+    av_dict_set(&settings, "probesize", "1000000", 0);
+    av_dict_set(&settings, "analyzeduration", "1000000", 0);
+    av_dict_set_int(&settings, "max_streams", o->max_streams, 0);
+    int rc = avformat_open_input(&m->format, NULL, demuxer, &settings);
+    av_dict_free(&settings);
+    if (rc < 0) {
+        m->format = NULL;  // freed by avformat_open_input on failure
+        attache_status s = failure(o, rc, "open");
+        attache_media_close(m);
+        return s;
+    }
+    if ((int)m->format->nb_streams > o->max_streams) {
+        snprintf(o->message, sizeof o->message, "%u streams (limit %d)", m->format->nb_streams, o->max_streams);
+        attache_media_close(m);
+        return ATTACHE_ERR_LIMITS;
+    }
+    rc = avformat_find_stream_info(m->format, NULL);
+    if (rc < 0) {
+        attache_status s = failure(o, rc, "probe");
+        attache_media_close(m);
+        return s;
+    }
+
+    // A container that indexes its samples (MP4/MOV, AVI) says where each one is: an index that
+    // points past the end of the bytes means the file was cut short.
+    for (unsigned i = 0; i < m->format->nb_streams; i++) {
+        AVStream *st = m->format->streams[i];
+        int entries = avformat_index_get_entries_count(st);
+        if (entries <= 0) continue;
+        const AVIndexEntry *last = avformat_index_get_entry(st, entries - 1);
+        if (last && last->pos + last->size > (int64_t)length) {
+            snprintf(o->message, sizeof o->message, "truncated: stream %u has samples up to byte %lld of %zu",
+                     i, (long long)(last->pos + last->size), length);
+            attache_media_close(m);
+            return ATTACHE_ERR_INVALID;
+        }
+    }
+
+    copy_name(facts->container, sizeof facts->container, m->format->iformat->name);
+    facts->streams = (int)m->format->nb_streams;
+    facts->bit_rate = m->format->bit_rate;
+    if (m->format->duration != AV_NOPTS_VALUE && m->format->duration > 0)
+        facts->duration = (double)m->format->duration / AV_TIME_BASE;
+    for (unsigned i = 0; i < m->format->nb_streams; i++) {
+        AVStream *st = m->format->streams[i];
+        AVCodecParameters *p = st->codecpar;
+        if (p->codec_type == AVMEDIA_TYPE_VIDEO && (st->disposition & AV_DISPOSITION_ATTACHED_PIC)) {
+            facts->has_cover = 1;
+        } else if (p->codec_type == AVMEDIA_TYPE_VIDEO && m->video_stream < 0) {
+            m->video_stream = (int)i;
+            facts->has_video = 1;
+            copy_name(facts->video_codec, sizeof facts->video_codec, avcodec_get_name(p->codec_id));
+            facts->width = p->width;
+            facts->height = p->height;
+            if (st->avg_frame_rate.den > 0) facts->frame_rate = av_q2d(st->avg_frame_rate);
+            size_t size = 0;
+            const uint8_t *matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+            if (matrix && size >= 9 * sizeof(int32_t)) {
+                // av_display_rotation_get is counter-clockwise; players turn the picture the other way.
+                double ccw = av_display_rotation_get((const int32_t *)matrix);
+                int cw = (int)((-ccw >= 0 ? -ccw + 45 : -ccw - 45) / 90) * 90;
+                facts->rotation = ((cw % 360) + 360) % 360;
+            }
+        } else if (p->codec_type == AVMEDIA_TYPE_AUDIO && !facts->has_audio) {
+            facts->has_audio = 1;
+            copy_name(facts->audio_codec, sizeof facts->audio_codec, avcodec_get_name(p->codec_id));
+        }
+    }
+    *out = m;
+    return ATTACHE_OK;
+}
+
+static attache_status open_decoder(attache_media *m, AVStream *st, AVCodecContext **out) {
+    const AVCodec *codec = avcodec_find_decoder(st->codecpar->codec_id);
+    if (!codec) {
+        snprintf(m->options->message, sizeof m->options->message, "no decoder for %s", avcodec_get_name(st->codecpar->codec_id));
+        return ATTACHE_ERR_UNSUPPORTED;
+    }
+    AVCodecContext *c = avcodec_alloc_context3(codec);
+    if (!c) return ATTACHE_ERR_NOMEM;
+    int rc = avcodec_parameters_to_context(c, st->codecpar);
+    if (rc >= 0) {
+        c->max_pixels = m->options->max_pixels;
+        c->thread_count = 1;  // one frame is wanted: frame threads would only add delay
+        rc = avcodec_open2(c, codec, NULL);
+    }
+    if (rc < 0) {
+        avcodec_free_context(&c);
+        return failure(m->options, rc, "decoder");
+    }
+    *out = c;
+    return ATTACHE_OK;
+}
+
+// Scales straight from the decoder's YUV into RGB with the longest edge at most max_edge,
+// honouring the frame's colour range and matrix.
+static attache_status to_rgb(attache_media *m, const AVFrame *f, int max_edge, attache_image *out) {
+    int w = f->width, h = f->height;
+    if (w <= 0 || h <= 0) return ATTACHE_ERR_INVALID;
+    int longest = w > h ? w : h;
+    int dw = w, dh = h;
+    if (longest > max_edge) {
+        dw = (int)((int64_t)w * max_edge / longest);
+        dh = (int)((int64_t)h * max_edge / longest);
+        if (dw < 1) dw = 1;
+        if (dh < 1) dh = 1;
+    }
+    enum AVPixelFormat format = f->format;
+    int full_range = f->color_range == AVCOL_RANGE_JPEG;
+    switch (format) {  // the deprecated "J" formats mean full range
+        case AV_PIX_FMT_YUVJ420P: format = AV_PIX_FMT_YUV420P; full_range = 1; break;
+        case AV_PIX_FMT_YUVJ422P: format = AV_PIX_FMT_YUV422P; full_range = 1; break;
+        case AV_PIX_FMT_YUVJ444P: format = AV_PIX_FMT_YUV444P; full_range = 1; break;
+        default: break;
+    }
+    struct SwsContext *sws = sws_getContext(w, h, format, dw, dh, AV_PIX_FMT_RGB24,
+                                            dw < w ? SWS_AREA : SWS_BICUBIC, NULL, NULL, NULL);
+    if (!sws) {
+        snprintf(m->options->message, sizeof m->options->message, "cannot convert %s", av_get_pix_fmt_name(format));
+        return ATTACHE_ERR_UNSUPPORTED;
+    }
+    int space = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT;
+    sws_setColorspaceDetails(sws, sws_getCoefficients(space), full_range, sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
+    uint8_t *pixels = malloc((size_t)dw * dh * 3);
+    if (!pixels) {
+        sws_freeContext(sws);
+        return ATTACHE_ERR_NOMEM;
+    }
+    uint8_t *planes[4] = { pixels, NULL, NULL, NULL };
+    int strides[4] = { dw * 3, 0, 0, 0 };
+    sws_scale(sws, (const uint8_t *const *)f->data, f->linesize, 0, h, planes, strides);
+    sws_freeContext(sws);
+    out->pixels = pixels;
+    out->width = dw;
+    out->height = dh;
+    out->channels = 3;
+    return ATTACHE_OK;
+}
+
+static attache_status cover_art(attache_media *m, int max_edge, attache_image *out) {
+    for (unsigned i = 0; i < m->format->nb_streams; i++) {
+        AVStream *st = m->format->streams[i];
+        if (!(st->disposition & AV_DISPOSITION_ATTACHED_PIC) || st->attached_pic.size <= 0) continue;
+        AVCodecContext *c = NULL;
+        attache_status s = open_decoder(m, st, &c);
+        if (s != ATTACHE_OK) return s;
+        AVFrame *f = av_frame_alloc();
+        int rc = f ? avcodec_send_packet(c, &st->attached_pic) : AVERROR(ENOMEM);
+        if (rc >= 0) avcodec_send_packet(c, NULL);
+        if (rc >= 0) rc = avcodec_receive_frame(c, f);
+        s = rc >= 0 ? to_rgb(m, f, max_edge, out) : failure(m->options, rc, "cover art");
+        av_frame_free(&f);
+        avcodec_free_context(&c);
+        return s;
+    }
+    return ATTACHE_ERR_UNSUPPORTED;
+}
+
+attache_status attache_media_poster(attache_media *m, double seconds, int exact, int max_frames, int max_edge,
+                                    attache_image *out, double *shown_at) {
+    memset(out, 0, sizeof *out);
+    *shown_at = 0;
+    m->options->message[0] = 0;
+    if (seconds < 0) {
+        if (cover_art(m, max_edge, out) == ATTACHE_OK) return ATTACHE_OK;
+        seconds = 0;
+    }
+    if (m->video_stream < 0) {
+        snprintf(m->options->message, sizeof m->options->message, "no video stream");
+        return ATTACHE_ERR_UNSUPPORTED;
+    }
+    AVStream *st = m->format->streams[m->video_stream];
+    for (unsigned i = 0; i < m->format->nb_streams; i++)
+        m->format->streams[i]->discard = (int)i == m->video_stream ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+
+    AVCodecContext *c = NULL;
+    attache_status status = open_decoder(m, st, &c);
+    if (status != ATTACHE_OK) return status;
+    if (!exact) c->skip_frame = AVDISCARD_NONKEY;
+
+    int64_t start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+    int64_t target = start + av_rescale_q((int64_t)(seconds * AV_TIME_BASE), AV_TIME_BASE_Q, st->time_base);
+    // The keyframe at or before the target; if the file cannot seek, decoding starts at the top.
+    if (avformat_seek_file(m->format, m->video_stream, INT64_MIN, target, target, 0) < 0)
+        avformat_seek_file(m->format, m->video_stream, INT64_MIN, start, start, 0);
+
+    AVPacket *pkt = av_packet_alloc();
+    AVFrame *frame = av_frame_alloc();
+    AVFrame *keyframe = av_frame_alloc();
+    if (!pkt || !frame || !keyframe) { status = ATTACHE_ERR_NOMEM; goto done; }
+    int have_key = 0, have = 0, decoded = 0, draining = 0, rc = 0;
+    while (!have) {
+        if (!draining) {
+            rc = av_read_frame(m->format, pkt);
+            if (rc == AVERROR_EXIT) { status = ATTACHE_ERR_ABORTED; goto done; }
+            if (rc < 0) {
+                draining = 1;
+                avcodec_send_packet(c, NULL);
+            } else if (pkt->stream_index != m->video_stream) {
+                av_packet_unref(pkt);
+                continue;
+            } else {
+                rc = avcodec_send_packet(c, pkt);
+                av_packet_unref(pkt);
+                // Fast mode: one key packet, then drain, so B-frame delay never forces reading on.
+                if (!exact && rc >= 0) { avcodec_send_packet(c, NULL); draining = 1; }
+            }
+        }
+        for (;;) {
+            rc = avcodec_receive_frame(c, frame);
+            if (rc == AVERROR(EAGAIN)) break;
+            if (rc < 0) break;
+            decoded++;
+            int64_t pts = frame->best_effort_timestamp;
+            if (!have_key) {
+                av_frame_ref(keyframe, frame);
+                have_key = 1;
+            }
+            if (!exact || pts == AV_NOPTS_VALUE || pts >= target) { have = 1; break; }
+            if (decoded >= max_frames) {  // over budget: settle for the keyframe
+                av_frame_unref(frame);
+                av_frame_ref(frame, keyframe);
+                have = 1;
+                break;
+            }
+            av_frame_unref(frame);
+            if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
+        }
+        if (have) break;
+        if (rc == AVERROR_EOF || (draining && rc < 0 && rc != AVERROR(EAGAIN))) {
+            if (have_key) {  // the clip ended before the time: its last decodable frame will do
+                av_frame_unref(frame);
+                av_frame_ref(frame, keyframe);
+                have = 1;
+                break;
+            }
+            status = rc == AVERROR_EOF ? ATTACHE_ERR_INVALID : failure(m->options, rc, "decode");
+            if (!m->options->message[0]) snprintf(m->options->message, sizeof m->options->message, "no decodable frame");
+            goto done;
+        }
+        if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
+    }
+    {
+        int64_t pts = frame->best_effort_timestamp;
+        *shown_at = pts == AV_NOPTS_VALUE ? seconds : av_q2d(st->time_base) * (double)(pts - start);
+        status = to_rgb(m, frame, max_edge, out);
+    }
+done:
+    av_packet_free(&pkt);
+    av_frame_free(&frame);
+    av_frame_free(&keyframe);
+    avcodec_free_context(&c);
+    return status;
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import AttacheMedia
+import AttachePayload
+
+struct Probe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print what a movie or sound file is and whether iOS attaches it, as JSON (the pipeline's own probe).",
+        discussion: "Exit status 0 when the file could be read (whatever the verdict), 1 when it is not a readable movie or sound."
+    )
+
+    @Argument(help: "A movie or sound file (MP4, MOV, M4A, AVI, MPEG, MP3, WAV, AIFF, WebM…).")
+    var file: String
+
+    func run() async throws {
+        let bytes = try readInput(file)
+        do {
+            let facts = try VideoPipeline().probe(bytes)
+            writeStdout(JSONWriter.bytes(facts.json) + [0x0a])
+        } catch let error as MediaError {
+            writeStdout(JSONWriter.bytes(.object(JSONObject([
+                "verdict": .string(error.reason), "reason": .string(error.message),
+            ]))) + [0x0a])
+            throw ExitCode(1)
+        }
+    }
+}
