@@ -45,6 +45,7 @@ test: deps
 bench: bench-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)
 	Benchmarks/fetch.sh $(RELEASE_BIN)
+	Benchmarks/poster.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build attache-media

@@ -21,8 +21,9 @@ let package = Package(
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
+        // FFmpeg's headers; the libraries are loaded with dlopen on first use (see ffmpeg_loader.h).
         .systemLibrary(
-            name: "CFFmpeg", pkgConfig: "libavformat",
+            name: "CFFmpeg",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
@@ -37,7 +38,7 @@ let package = Package(
             name: "CVideoCodecs",
             dependencies: ["CFFmpeg", "CImageCodecs"],
             cSettings: [.unsafeFlags(["-O2"])],
-            linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
 
         .target(name: "AttachePayload", swiftSettings: strict),

@@ -1,4 +1,4 @@
-// FFmpeg's libraries, for the C code in CVideoCodecs (which holds the macros Swift cannot use).
+// FFmpeg's headers, for the C code in CVideoCodecs (which loads the libraries with dlopen).
 #include <libavformat/avformat.h>
 #include <libavcodec/avcodec.h>
 #include <libswscale/swscale.h>

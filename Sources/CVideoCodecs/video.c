@@ -1,11 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libavformat/avformat.h>
-#include <libavcodec/avcodec.h>
-#include <libswscale/swscale.h>
-#include <libavutil/display.h>
-#include <libavutil/imgutils.h>
+#include "ffmpeg_loader.h"
 #include "attache_video.h"
 
 struct attache_media {
@@ -50,7 +46,7 @@ static int interrupted(void *opaque) {
 
 static attache_status failure(attache_media_options *o, int error, const char *what) {
     char text[AV_ERROR_MAX_STRING_SIZE] = { 0 };
-    av_strerror(error, text, sizeof text);
+    FF(av_strerror)(error, text, sizeof text);
     snprintf(o->message, sizeof o->message, "%s: %s", what, text);
     if (error == AVERROR_EXIT) return ATTACHE_ERR_ABORTED;
     if (error == AVERROR(ENOMEM)) return ATTACHE_ERR_NOMEM;
@@ -59,10 +55,10 @@ static attache_status failure(attache_media_options *o, int error, const char *w
 
 void attache_media_close(attache_media *m) {
     if (!m) return;
-    if (m->format) avformat_close_input(&m->format);
+    if (m->format) FF(avformat_close_input)(&m->format);
     if (m->io) {
-        av_freep(&m->io->buffer);
-        avio_context_free(&m->io);
+        FF(av_freep)(&m->io->buffer);
+        FF(avio_context_free)(&m->io);
     }
     free(m);
 }
@@ -76,8 +72,9 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     *out = NULL;
     memset(facts, 0, sizeof *facts);
     o->message[0] = 0;
-    av_log_set_level(AV_LOG_QUIET);
-    const AVInputFormat *demuxer = av_find_input_format(o->demuxer);
+    if (!attache_ffmpeg_load(o->message, sizeof o->message)) return ATTACHE_ERR_UNSUPPORTED;
+    FF(av_log_set_level)(AV_LOG_QUIET);
+    const AVInputFormat *demuxer = FF(av_find_input_format)(o->demuxer);
     if (!demuxer) {
         snprintf(o->message, sizeof o->message, "no demuxer %s", o->demuxer);
         return ATTACHE_ERR_UNSUPPORTED;
@@ -89,11 +86,11 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     m->options = o;
     m->video_stream = -1;
     const int io_size = 32768;
-    uint8_t *buffer = av_malloc(io_size);
-    m->io = buffer ? avio_alloc_context(buffer, io_size, 0, m, read_packet, NULL, seek) : NULL;
-    m->format = avformat_alloc_context();
+    uint8_t *buffer = FF(av_malloc)(io_size);
+    m->io = buffer ? FF(avio_alloc_context)(buffer, io_size, 0, m, read_packet, NULL, seek) : NULL;
+    m->format = FF(avformat_alloc_context)();
     if (!m->io || !m->format) {
-        if (!m->io) av_free(buffer);
+        if (!m->io) FF(av_free)(buffer);
         attache_media_close(m);
         return ATTACHE_ERR_NOMEM;
     }
@@ -103,14 +100,14 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     m->format->interrupt_callback.opaque = m;
 
     AVDictionary *settings = NULL;
-    av_dict_set(&settings, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,avi,mpeg,mpegts,mp3,wav,aiff,matroska,webm", 0);
-    av_dict_set(&settings, "protocol_whitelist", "", 0);       // nothing may be opened by name
-    av_dict_set(&settings, "enable_drefs", "0", 0);            // mov: no external data references
-    av_dict_set(&settings, "probesize", "1000000", 0);
-    av_dict_set(&settings, "analyzeduration", "1000000", 0);
-    av_dict_set_int(&settings, "max_streams", o->max_streams, 0);
-    int rc = avformat_open_input(&m->format, NULL, demuxer, &settings);
-    av_dict_free(&settings);
+    FF(av_dict_set)(&settings, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,avi,mpeg,mpegts,mp3,wav,aiff,matroska,webm", 0);
+    FF(av_dict_set)(&settings, "protocol_whitelist", "", 0);       // nothing may be opened by name
+    FF(av_dict_set)(&settings, "enable_drefs", "0", 0);            // mov: no external data references
+    FF(av_dict_set)(&settings, "probesize", "1000000", 0);
+    FF(av_dict_set)(&settings, "analyzeduration", "1000000", 0);
+    FF(av_dict_set_int)(&settings, "max_streams", o->max_streams, 0);
+    int rc = FF(avformat_open_input)(&m->format, NULL, demuxer, &settings);
+    FF(av_dict_free)(&settings);
     if (rc < 0) {
         m->format = NULL;  // freed by avformat_open_input on failure
         attache_status s = failure(o, rc, "open");
@@ -122,7 +119,7 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
         attache_media_close(m);
         return ATTACHE_ERR_LIMITS;
     }
-    rc = avformat_find_stream_info(m->format, NULL);
+    rc = FF(avformat_find_stream_info)(m->format, NULL);
     if (rc < 0) {
         attache_status s = failure(o, rc, "probe");
         attache_media_close(m);
@@ -133,9 +130,9 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     // points past the end of the bytes means the file was cut short.
     for (unsigned i = 0; i < m->format->nb_streams; i++) {
         AVStream *st = m->format->streams[i];
-        int entries = avformat_index_get_entries_count(st);
+        int entries = FF(avformat_index_get_entries_count)(st);
         if (entries <= 0) continue;
-        const AVIndexEntry *last = avformat_index_get_entry(st, entries - 1);
+        const AVIndexEntry *last = FF(avformat_index_get_entry)(st, entries - 1);
         if (last && last->pos + last->size > (int64_t)length) {
             snprintf(o->message, sizeof o->message, "truncated: stream %u has samples up to byte %lld of %zu",
                      i, (long long)(last->pos + last->size), length);
@@ -157,43 +154,45 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
         } else if (p->codec_type == AVMEDIA_TYPE_VIDEO && m->video_stream < 0) {
             m->video_stream = (int)i;
             facts->has_video = 1;
-            copy_name(facts->video_codec, sizeof facts->video_codec, avcodec_get_name(p->codec_id));
+            copy_name(facts->video_codec, sizeof facts->video_codec, FF(avcodec_get_name)(p->codec_id));
             facts->width = p->width;
             facts->height = p->height;
             if (st->avg_frame_rate.den > 0) facts->frame_rate = av_q2d(st->avg_frame_rate);
             size_t size = 0;
-            const uint8_t *matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+            const uint8_t *matrix = FF(av_stream_get_side_data)(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
             if (matrix && size >= 9 * sizeof(int32_t)) {
                 // av_display_rotation_get is counter-clockwise; players turn the picture the other way.
-                double ccw = av_display_rotation_get((const int32_t *)matrix);
+                double ccw = FF(av_display_rotation_get)((const int32_t *)matrix);
                 int cw = (int)((-ccw >= 0 ? -ccw + 45 : -ccw - 45) / 90) * 90;
                 facts->rotation = ((cw % 360) + 360) % 360;
             }
         } else if (p->codec_type == AVMEDIA_TYPE_AUDIO && !facts->has_audio) {
             facts->has_audio = 1;
-            copy_name(facts->audio_codec, sizeof facts->audio_codec, avcodec_get_name(p->codec_id));
+            copy_name(facts->audio_codec, sizeof facts->audio_codec, FF(avcodec_get_name)(p->codec_id));
         }
     }
     *out = m;
     return ATTACHE_OK;
 }
 
-static attache_status open_decoder(attache_media *m, AVStream *st, AVCodecContext **out) {
-    const AVCodec *codec = avcodec_find_decoder(st->codecpar->codec_id);
+static attache_status open_decoder(attache_media *m, AVStream *st, int threads, AVCodecContext **out) {
+    const AVCodec *codec = FF(avcodec_find_decoder)(st->codecpar->codec_id);
     if (!codec) {
-        snprintf(m->options->message, sizeof m->options->message, "no decoder for %s", avcodec_get_name(st->codecpar->codec_id));
+        snprintf(m->options->message, sizeof m->options->message, "no decoder for %s", FF(avcodec_get_name)(st->codecpar->codec_id));
         return ATTACHE_ERR_UNSUPPORTED;
     }
-    AVCodecContext *c = avcodec_alloc_context3(codec);
+    AVCodecContext *c = FF(avcodec_alloc_context3)(codec);
     if (!c) return ATTACHE_ERR_NOMEM;
-    int rc = avcodec_parameters_to_context(c, st->codecpar);
+    int rc = FF(avcodec_parameters_to_context)(c, st->codecpar);
     if (rc >= 0) {
         c->max_pixels = m->options->max_pixels;
-        c->thread_count = 1;  // one frame is wanted: frame threads would only add delay
-        rc = avcodec_open2(c, codec, NULL);
+        // One keyframe: frame threads would only add delay. Decoding forward: use every core.
+        c->thread_count = threads;
+        c->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+        rc = FF(avcodec_open2)(c, codec, NULL);
     }
     if (rc < 0) {
-        avcodec_free_context(&c);
+        FF(avcodec_free_context)(&c);
         return failure(m->options, rc, "decoder");
     }
     *out = c;
@@ -221,23 +220,23 @@ static attache_status to_rgb(attache_media *m, const AVFrame *f, int max_edge, a
         case AV_PIX_FMT_YUVJ444P: format = AV_PIX_FMT_YUV444P; full_range = 1; break;
         default: break;
     }
-    struct SwsContext *sws = sws_getContext(w, h, format, dw, dh, AV_PIX_FMT_RGB24,
+    struct SwsContext *sws = FF(sws_getContext)(w, h, format, dw, dh, AV_PIX_FMT_RGB24,
                                             dw < w ? SWS_AREA : SWS_BICUBIC, NULL, NULL, NULL);
     if (!sws) {
-        snprintf(m->options->message, sizeof m->options->message, "cannot convert %s", av_get_pix_fmt_name(format));
+        snprintf(m->options->message, sizeof m->options->message, "cannot convert %s", FF(av_get_pix_fmt_name)(format));
         return ATTACHE_ERR_UNSUPPORTED;
     }
     int space = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT;
-    sws_setColorspaceDetails(sws, sws_getCoefficients(space), full_range, sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
+    FF(sws_setColorspaceDetails)(sws, FF(sws_getCoefficients)(space), full_range, FF(sws_getCoefficients)(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
     uint8_t *pixels = malloc((size_t)dw * dh * 3);
     if (!pixels) {
-        sws_freeContext(sws);
+        FF(sws_freeContext)(sws);
         return ATTACHE_ERR_NOMEM;
     }
     uint8_t *planes[4] = { pixels, NULL, NULL, NULL };
     int strides[4] = { dw * 3, 0, 0, 0 };
-    sws_scale(sws, (const uint8_t *const *)f->data, f->linesize, 0, h, planes, strides);
-    sws_freeContext(sws);
+    FF(sws_scale)(sws, (const uint8_t *const *)f->data, f->linesize, 0, h, planes, strides);
+    FF(sws_freeContext)(sws);
     out->pixels = pixels;
     out->width = dw;
     out->height = dh;
@@ -250,15 +249,15 @@ static attache_status cover_art(attache_media *m, int max_edge, attache_image *o
         AVStream *st = m->format->streams[i];
         if (!(st->disposition & AV_DISPOSITION_ATTACHED_PIC) || st->attached_pic.size <= 0) continue;
         AVCodecContext *c = NULL;
-        attache_status s = open_decoder(m, st, &c);
+        attache_status s = open_decoder(m, st, 1, &c);
         if (s != ATTACHE_OK) return s;
-        AVFrame *f = av_frame_alloc();
-        int rc = f ? avcodec_send_packet(c, &st->attached_pic) : AVERROR(ENOMEM);
-        if (rc >= 0) avcodec_send_packet(c, NULL);
-        if (rc >= 0) rc = avcodec_receive_frame(c, f);
+        AVFrame *f = FF(av_frame_alloc)();
+        int rc = f ? FF(avcodec_send_packet)(c, &st->attached_pic) : AVERROR(ENOMEM);
+        if (rc >= 0) FF(avcodec_send_packet)(c, NULL);
+        if (rc >= 0) rc = FF(avcodec_receive_frame)(c, f);
         s = rc >= 0 ? to_rgb(m, f, max_edge, out) : failure(m->options, rc, "cover art");
-        av_frame_free(&f);
-        avcodec_free_context(&c);
+        FF(av_frame_free)(&f);
+        FF(avcodec_free_context)(&c);
         return s;
     }
     return ATTACHE_ERR_UNSUPPORTED;
@@ -282,63 +281,63 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
         m->format->streams[i]->discard = (int)i == m->video_stream ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
 
     AVCodecContext *c = NULL;
-    attache_status status = open_decoder(m, st, &c);
+    attache_status status = open_decoder(m, st, exact ? 2 : 1, &c);
     if (status != ATTACHE_OK) return status;
     if (!exact) c->skip_frame = AVDISCARD_NONKEY;
 
     int64_t start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
-    int64_t target = start + av_rescale_q((int64_t)(seconds * AV_TIME_BASE), AV_TIME_BASE_Q, st->time_base);
+    int64_t target = start + FF(av_rescale_q)((int64_t)(seconds * AV_TIME_BASE), AV_TIME_BASE_Q, st->time_base);
     // The keyframe at or before the target; if the file cannot seek, decoding starts at the top.
-    if (avformat_seek_file(m->format, m->video_stream, INT64_MIN, target, target, 0) < 0)
-        avformat_seek_file(m->format, m->video_stream, INT64_MIN, start, start, 0);
+    if (FF(avformat_seek_file)(m->format, m->video_stream, INT64_MIN, target, target, 0) < 0)
+        FF(avformat_seek_file)(m->format, m->video_stream, INT64_MIN, start, start, 0);
 
-    AVPacket *pkt = av_packet_alloc();
-    AVFrame *frame = av_frame_alloc();
-    AVFrame *keyframe = av_frame_alloc();
+    AVPacket *pkt = FF(av_packet_alloc)();
+    AVFrame *frame = FF(av_frame_alloc)();
+    AVFrame *keyframe = FF(av_frame_alloc)();
     if (!pkt || !frame || !keyframe) { status = ATTACHE_ERR_NOMEM; goto done; }
     int have_key = 0, have = 0, decoded = 0, draining = 0, rc = 0;
     while (!have) {
         if (!draining) {
-            rc = av_read_frame(m->format, pkt);
+            rc = FF(av_read_frame)(m->format, pkt);
             if (rc == AVERROR_EXIT) { status = ATTACHE_ERR_ABORTED; goto done; }
             if (rc < 0) {
                 draining = 1;
-                avcodec_send_packet(c, NULL);
+                FF(avcodec_send_packet)(c, NULL);
             } else if (pkt->stream_index != m->video_stream) {
-                av_packet_unref(pkt);
+                FF(av_packet_unref)(pkt);
                 continue;
             } else {
-                rc = avcodec_send_packet(c, pkt);
-                av_packet_unref(pkt);
+                rc = FF(avcodec_send_packet)(c, pkt);
+                FF(av_packet_unref)(pkt);
                 // Fast mode: one key packet, then drain, so B-frame delay never forces reading on.
-                if (!exact && rc >= 0) { avcodec_send_packet(c, NULL); draining = 1; }
+                if (!exact && rc >= 0) { FF(avcodec_send_packet)(c, NULL); draining = 1; }
             }
         }
         for (;;) {
-            rc = avcodec_receive_frame(c, frame);
+            rc = FF(avcodec_receive_frame)(c, frame);
             if (rc == AVERROR(EAGAIN)) break;
             if (rc < 0) break;
             decoded++;
             int64_t pts = frame->best_effort_timestamp;
             if (!have_key) {
-                av_frame_ref(keyframe, frame);
+                FF(av_frame_ref)(keyframe, frame);
                 have_key = 1;
             }
             if (!exact || pts == AV_NOPTS_VALUE || pts >= target) { have = 1; break; }
             if (decoded >= max_frames) {  // over budget: settle for the keyframe
-                av_frame_unref(frame);
-                av_frame_ref(frame, keyframe);
+                FF(av_frame_unref)(frame);
+                FF(av_frame_ref)(frame, keyframe);
                 have = 1;
                 break;
             }
-            av_frame_unref(frame);
+            FF(av_frame_unref)(frame);
             if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
         }
         if (have) break;
         if (rc == AVERROR_EOF || (draining && rc < 0 && rc != AVERROR(EAGAIN))) {
             if (have_key) {  // the clip ended before the time: its last decodable frame will do
-                av_frame_unref(frame);
-                av_frame_ref(frame, keyframe);
+                FF(av_frame_unref)(frame);
+                FF(av_frame_ref)(frame, keyframe);
                 have = 1;
                 break;
             }
@@ -354,9 +353,9 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
         status = to_rgb(m, frame, max_edge, out);
     }
 done:
-    av_packet_free(&pkt);
-    av_frame_free(&frame);
-    av_frame_free(&keyframe);
-    avcodec_free_context(&c);
+    FF(av_packet_free)(&pkt);
+    FF(av_frame_free)(&frame);
+    FF(av_frame_free)(&keyframe);
+    FF(avcodec_free_context)(&c);
     return status;
 }

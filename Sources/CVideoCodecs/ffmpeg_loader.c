@@ -1,0 +1,35 @@
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include "ffmpeg_loader.h"
+
+attache_ffmpeg attache_ff;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int loaded = 0;
+static char failure[160];
+
+#define SONAME(lib, major) "lib" #lib ".so." AV_STRINGIFY(major)
+
+static void load(void) {
+    void *avutil = dlopen(SONAME(avutil, LIBAVUTIL_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *avcodec = dlopen(SONAME(avcodec, LIBAVCODEC_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *avformat = dlopen(SONAME(avformat, LIBAVFORMAT_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *swscale = dlopen(SONAME(swscale, LIBSWSCALE_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    if (!avutil || !avcodec || !avformat || !swscale) {
+        snprintf(failure, sizeof failure, "FFmpeg libraries not found: %s", dlerror());
+        return;
+    }
+#define ATTACHE_FF_LOAD(lib, name) \
+    attache_ff.name = (__typeof__(name) *)dlsym(lib, #name); \
+    if (!attache_ff.name) { snprintf(failure, sizeof failure, "FFmpeg has no %s", #name); return; }
+    ATTACHE_FFMPEG_FUNCTIONS(ATTACHE_FF_LOAD)
+#undef ATTACHE_FF_LOAD
+    loaded = 1;
+}
+
+int attache_ffmpeg_load(char *message, size_t size) {
+    pthread_once(&once, load);
+    if (!loaded) snprintf(message, size, "%s", failure);
+    return loaded;
+}
