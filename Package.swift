@@ -14,6 +14,12 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries, one system-library target per pkg-config name.
@@ -58,12 +64,28 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "AttacheServer",
+            dependencies: [
+                "Attache", "AttacheSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(name: "AttacheTesting", dependencies: ["AttacheSupport"], swiftSettings: strict),
         .executableTarget(
             name: "attache",
             dependencies: [
-                "Attache", "AttacheTesting", "AttacheSupport",
+                "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -76,5 +98,13 @@ let package = Package(
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
         .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTesting", "TitleRewriter"]),
+        .testTarget(
+            name: "AttacheServerTests",
+            dependencies: [
+                "AttacheServer", "AttacheTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
     ]
 )

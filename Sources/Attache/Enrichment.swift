@@ -18,6 +18,8 @@ public struct EnrichmentOptions: Sendable {
     public var maxAttachments = 4
     public var genericKeys = ["media-url", "image-url"]
     public var posterMode: PosterMode = .fast
+    /// A result cache shared by every payload this enrichment handles (nil: none).
+    public var cache: MediaCache.Configuration?
 
     public init() {}
 }
@@ -40,17 +42,26 @@ public struct Enrichment: Sendable {
             rewriteSourceURLs: options.publicBaseURL != nil
         )
         services = MediaServices(engine: engine, store: store, configuration: configuration,
-                                 attachmentsKey: options.attachmentsKey, logger: logger)
+                                 attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
+                                 logger: logger)
         runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
             deadline: options.deadline, onTimeout: options.onTimeout,
             attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes
         ))
     }
 
-    /// Enriches one payload with the default media extension.
-    public func enrich(_ bytes: [UInt8], identifier: String = "payload") async throws(PayloadError) -> Emission {
+    /// Enriches one payload with the default media extension, under the configured deadline or
+    /// the one given.
+    public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil) async throws(PayloadError) -> Emission {
         let services = self.services
+        var runtime = self.runtime
+        if let deadline { runtime.configuration.deadline = deadline }
         return try await runtime.process(bytes, identifier: identifier) { services.makeExtension() }
+    }
+
+    /// The original payload, answered at once with a reason (for example `overloaded`).
+    public func passOn(_ bytes: [UInt8], reason: Reason) throws(PayloadError) -> Emission {
+        try runtime.passOn(bytes, reason: reason)
     }
 
     public func shutdown() {

@@ -116,6 +116,15 @@ public struct ExtensionRuntime: Sendable {
         }
     }
 
+    /// Validates the payload and answers with its original bytes and `reason`, without running
+    /// an extension (a service over its in-flight limit does this).
+    public func passOn(_ bytes: [UInt8], reason: Reason) throws(PayloadError) -> Emission {
+        let start = ContinuousClock.now
+        let payload = try Payload(bytes: bytes, parser: configuration.parser)
+        return emit(payload.original, payload.wantsServiceExtension ? .fallback : .passthrough,
+                    payload.wantsServiceExtension ? reason : .notMutable, [], start: start)
+    }
+
     /// The content as bytes within the APNs budget, trimming optional attachment fields first.
     private func encode(_ content: NotificationContent, original: Payload) -> [UInt8]? {
         if content.attachments.isEmpty {

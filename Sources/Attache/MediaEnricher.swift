@@ -32,13 +32,16 @@ public final class MediaServices: Sendable {
     public let pool: BlockingPool
     public let configuration: EnrichConfiguration
     public let attachmentsKey: String
+    /// Results by media URL and render options, shared by every payload (nil: no cache).
+    public let cache: MediaCache?
     let pipeline: ImagePipeline
     let logger: Logger
 
     public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
-                pool: BlockingPool = .shared, logger: Logger = Logger(label: "attache")) {
+                cache: MediaCache? = nil, pool: BlockingPool = .shared, logger: Logger = Logger(label: "attache")) {
         self.engine = engine
         self.store = store
+        self.cache = cache
         self.pool = pool
         self.configuration = configuration
         self.attachmentsKey = attachmentsKey
@@ -125,6 +128,14 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
     }
 
+    /// Everything that changes what a URL renders to.
+    private func cacheKey(_ media: MediaRequest) -> String {
+        let r = services.configuration.render
+        let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
+        let time = media.options.thumbnailTime.map { "\($0)" } ?? "-"
+        return "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
+    }
+
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
         state.withLock { change(&$0.reports[index]) }
     }
@@ -139,7 +150,25 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private func attach(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async {
         do {
-            let entry = try await fetchAndRender(media, index: index, deadline: deadline)
+            let entry: AttachmentEntry
+            if let cache = services.cache {
+                let (cached, event) = try await cache.value(for: cacheKey(media)) {
+                    let entry = try await self.fetchAndRender(media, index: index, deadline: deadline)
+                    let report = self.state.withLock { $0.reports[index] }
+                    return CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
+                }
+                update(index) { r in
+                    r.cache = event.rawValue
+                    if event != .miss {
+                        r.kind = cached.kind
+                        r.format = cached.format
+                        r.bytes = cached.bytes
+                    }
+                }
+                entry = cached.entry.with(id: media.id, options: media.options)
+            } else {
+                entry = try await fetchAndRender(media, index: index, deadline: deadline)
+            }
             state.withLock { s in
                 s.entries[index] = entry
                 s.reports[index].outcome = "attached"

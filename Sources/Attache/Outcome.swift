@@ -16,7 +16,7 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case timeout, fetchFailed = "fetch-failed", addressDenied = "address-denied", tooLarge = "too-large"
         case unsupportedType = "unsupported-type", invalidMedia = "invalid-media", limitsExceeded = "limits-exceeded"
         case payloadTooLarge = "payload-too-large", keyConflict = "key-conflict", noMedia = "no-media"
-        case notMutable = "not-mutable", storeFailed = "store-failed"
+        case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
     }
     private let base: Base
     private init(_ base: Base) { self.base = base }
@@ -34,6 +34,8 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     public static let notMutable = Reason(.notMutable)
     /// The media directory could not be written.
     public static let storeFailed = Reason(.storeFailed)
+    /// The service had as many enrichments in flight as it allows: answered at once, unchanged.
+    public static let overloaded = Reason(.overloaded)
 
     /// Maps a reason string from a lower layer (fetch, media); unknown strings become `fetch-failed`.
     public init(code: String) {

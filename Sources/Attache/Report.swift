@@ -29,6 +29,8 @@ public struct AttachmentReport: Sendable, Equatable {
     public var httpStatus: Int?
     public var connectedIP: String?
     public var redirects: Int?
+    /// `hit`, `miss` or `shared` when a result cache is in use.
+    public var cache: String?
     public var timings = StageTimings()
 
     public init(id: String, source: String, outcome: String = "pending") {
@@ -50,6 +52,7 @@ public struct AttachmentReport: Sendable, Equatable {
         if let httpStatus { o["http_status"] = .int(httpStatus) }
         if let connectedIP { o["connected_ip"] = .string(connectedIP) }
         if let redirects { o["redirects"] = .int(redirects) }
+        if let cache { o["cache"] = .string(cache) }
         o["timings"] = timings.json
         return .object(o)
     }

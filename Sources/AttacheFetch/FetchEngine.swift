@@ -148,6 +148,9 @@ public final class FetchEngine: Sendable {
     /// New connections opened by the engine so far (the rest of the transfers reused one).
     public var connectionsOpened: Int { commands.withLock { $0.connectionsOpened } }
 
+    /// True until `shutdown` (or a failure) stops the engine's thread.
+    public var isRunning: Bool { commands.withLock { !$0.stopping && !$0.stopped } }
+
     /// Transfers added and not yet finished.
     public var inFlight: Int { commands.withLock { $0.inFlight } }
 

@@ -37,6 +37,14 @@ public struct AttachmentEntry: Sendable, Equatable {
         self.options = options
     }
 
+    /// The same media attached under another payload's id and options.
+    public func with(id: String, options: MediaOptions) -> AttachmentEntry {
+        var copy = self
+        copy.id = id
+        copy.options = options
+        return copy
+    }
+
     /// How much to leave out when the payload is over budget: 0 is everything, each level
     /// drops more of what a device can do without (sizes, then the thumbnail).
     public static let trimLevels = 3

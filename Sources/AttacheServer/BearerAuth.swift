@@ -1,0 +1,44 @@
+import HTTPTypes
+import Hummingbird
+
+/// Requires `Authorization: Bearer <token>` on `/v1/*` and `/metrics` when tokens are configured.
+/// Tokens are compared in constant time; a refused request never reaches a handler (no fetch).
+struct BearerAuth<Context: RequestContext>: RouterMiddleware {
+    let tokens: [[UInt8]]
+
+    init(tokens: [String]) {
+        self.tokens = tokens.map { Array($0.utf8) }
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        guard !tokens.isEmpty, path.hasPrefix("/v1/") || path == "/metrics" else {
+            return try await next(request, context)
+        }
+        let header = request.headers[.authorization] ?? ""
+        let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
+        // Every token is compared in full, whether or not an earlier one matched.
+        var accepted = false
+        for token in tokens where Self.constantTimeEqual(token, presented) { accepted = true }
+        guard accepted else {
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = "Bearer"
+            headers[.contentType] = "application/json"
+            return Response(status: .unauthorized, headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(string: #"{"error":"unauthorized"}"#)))
+        }
+        return try await next(request, context)
+    }
+
+    /// Time depends only on the lengths, never on where the bytes differ.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        let n = max(a.count, b.count)
+        for i in 0..<n {
+            let x = i < a.count ? a[i] : 0
+            let y = i < b.count ? b[i] : 0
+            difference |= x ^ y
+        }
+        return difference == 0
+    }
+}

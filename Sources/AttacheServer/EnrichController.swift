@@ -1,0 +1,108 @@
+import Attache
+import AttachePayload
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+extension HTTPField.Name {
+    static let attacheOutcome = Self("Attache-Outcome")!
+    static let attacheDeadline = Self("Attache-Deadline-Ms")!
+    static let requestID = Self("X-Request-Id")!
+    static let serverTiming = Self("Server-Timing")!
+}
+
+/// `POST /v1/enrich`: the payload in, the payload to send out — always 200 for a JSON object,
+/// 400 only for a body that is not one, 413 for a body over the limit.
+struct EnrichController: Sendable {
+    let configuration: ServerConfiguration
+    let enrichment: Enrichment
+    let metrics: ServerMetrics
+    let inFlight = InFlight()
+
+    final class InFlight: Sendable {
+        private let count = Atomic<Int>(0)
+        /// Takes a slot, or returns nil when `limit` are taken.
+        func enter(limit: Int) -> Int? {
+            let now = count.wrappingAdd(1, ordering: .relaxed).newValue
+            if now > limit {
+                count.wrappingSubtract(1, ordering: .relaxed)
+                return nil
+            }
+            return now
+        }
+        func leave() -> Int { count.wrappingSubtract(1, ordering: .relaxed).newValue }
+    }
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/v1/enrich") { request, context in try await enrich(request, context: context) }
+    }
+
+    func enrich(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let id = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? Self.newRequestID()
+        var logger = context.logger
+        logger[metadataKey: "attache.request.id"] = .string(id)
+
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            return Self.error(.contentTooLarge, "payload over \(configuration.maxBodyBytes) bytes", id: id)
+        }
+        let bytes = Array(buffer: body)
+        let deadline = request.headers[.attacheDeadline].flatMap(Int.init).map { Duration.milliseconds(max(1, $0)) }
+            .map { min($0, configuration.maxDeadline) } ?? configuration.defaultDeadline
+
+        let emission: Emission
+        do {
+            emission = try await answer(bytes, id: id, deadline: deadline)
+        } catch {
+            logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
+            return Self.error(.badRequest, error.message, id: id)
+        }
+        metrics.request(emission.report)
+        logger.debug("payload answered", metadata: [
+            "attache.outcome": "\(emission.outcome.rawValue)", "attache.reason": "\(emission.reason?.description ?? "none")",
+        ])
+
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.requestID] = id
+        headers[.attacheOutcome] = emission.outcome.rawValue + (emission.reason.map { "; reason=\($0)" } ?? "")
+        headers[.serverTiming] = Self.serverTiming(emission.report)
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: emission.bytes)))
+    }
+
+    /// Enriches within the in-flight limit; past it, the original at once with `overloaded`.
+    private func answer(_ bytes: [UInt8], id: String, deadline: Duration) async throws(PayloadError) -> Emission {
+        guard let current = inFlight.enter(limit: configuration.maxInFlight) else {
+            return try enrichment.passOn(bytes, reason: .overloaded)
+        }
+        metrics.inFlight(current)
+        defer { metrics.inFlight(inFlight.leave()) }
+        return try await enrichment.enrich(bytes, identifier: id, deadline: deadline)
+    }
+
+    /// `fetch;dur=…, render;dur=…, total;dur=…`: the slowest attachment's time per stage.
+    static func serverTiming(_ report: EnrichReport) -> String {
+        func slowest(_ stage: (StageTimings) -> Double) -> Double { report.attachments.map { stage($0.timings) }.max() ?? 0 }
+        let stages: [(String, Double)] = [
+            ("fetch", slowest { $0.firstByte + $0.download }), ("inspect", slowest(\.inspect)),
+            ("render", slowest(\.render)), ("store", slowest(\.store)), ("total", report.elapsedMs),
+        ]
+        return stages.map { "\($0.0);dur=\((($0.1 * 10).rounded() / 10))" }.joined(separator: ", ")
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String, id: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.requestID] = id
+        let body = JSONWriter.bytes(.object(JSONObject(["error": .string(message)])))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func newRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next() as UInt64, radix: 16) + String(generator.next() as UInt32, radix: 16)
+    }
+}

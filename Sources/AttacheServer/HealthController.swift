@@ -1,0 +1,45 @@
+import Attache
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Prometheus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `/healthz` (alive), `/readyz` (fetch engine running, media directory writable), `/metrics`.
+struct HealthController: Sendable {
+    let enrichment: Enrichment
+    let mediaDirectory: String
+    let registry: PrometheusCollectorRegistry?
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/healthz") { _, _ in Self.text(.ok, "ok\n") }
+        router.get("/readyz") { _, _ in
+            guard enrichment.services.engine.isRunning else { return Self.text(.serviceUnavailable, "fetch engine stopped\n") }
+            guard Self.writable(mediaDirectory) else { return Self.text(.serviceUnavailable, "media directory not writable\n") }
+            return Self.text(.ok, "ready\n")
+        }
+        router.get("/metrics") { _, _ in
+            guard let registry else { throw HTTPError(.notFound) }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func writable(_ directory: String) -> Bool {
+        var template = Array("\(directory)/.ready-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { return false }
+        close(fd)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return true
+    }
+}

@@ -1,0 +1,45 @@
+import Attache
+import Metrics
+
+/// The service's metrics, made with an injected factory (tests use their own registry; the
+/// executable bootstraps Prometheus). Labels are bounded: outcomes, reasons, stages, events.
+public struct ServerMetrics: Sendable {
+    let factory: any MetricsFactory
+
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+    }
+
+    func request(_ report: EnrichReport) {
+        Counter(label: "attache_requests_total", dimensions: [
+            ("outcome", report.outcome.rawValue), ("reason", report.reason?.description ?? "none"),
+        ], factory: factory).increment()
+        Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", "total")], factory: factory)
+            .recordNanoseconds(Int64(report.elapsedMs * 1_000_000))
+        if report.reason == .timeout {
+            let late = max(0, report.elapsedMs - report.deadlineMs)
+            Timer(label: "attache_deadline_lateness_seconds", factory: factory).recordNanoseconds(Int64(late * 1_000_000))
+        }
+        for a in report.attachments {
+            let stages = [("dns", a.timings.dns), ("connect", a.timings.connect), ("first_byte", a.timings.firstByte),
+                          ("download", a.timings.download), ("inspect", a.timings.inspect), ("render", a.timings.render),
+                          ("store", a.timings.store)]
+            if a.cache != "hit" && a.cache != "shared" {
+                for (stage, ms) in stages where ms > 0 {
+                    Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)], factory: factory)
+                        .recordNanoseconds(Int64(ms * 1_000_000))
+                }
+                Counter(label: "attache_fetches_total", dimensions: [("reason", a.reason?.description ?? "ok")], factory: factory)
+                    .increment()
+                if let bytes = a.bytes { Counter(label: "attache_fetched_bytes_total", factory: factory).increment(by: Int64(bytes)) }
+            }
+            if let cache = a.cache {
+                Counter(label: "attache_cache_total", dimensions: [("event", cache)], factory: factory).increment()
+            }
+        }
+    }
+
+    func inFlight(_ value: Int) {
+        Gauge(label: "attache_in_flight", factory: factory).record(value)
+    }
+}

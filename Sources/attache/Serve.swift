@@ -1,0 +1,168 @@
+import ArgumentParser
+import Attache
+import AttacheFetch
+import AttacheMedia
+import AttacheServer
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the enrichment service that push pipelines call per message.",
+        discussion: """
+        Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id),
+        GET|HEAD /media/<name>, GET /healthz, GET /readyz, GET /metrics (Prometheus).
+        Every option can also come from the environment: ATTACHE_HOST, ATTACHE_PORT, ATTACHE_MEDIA_DIR,
+        ATTACHE_PUBLIC_BASE_URL, ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs), ATTACHE_DEADLINE,
+        ATTACHE_MAX_IN_FLIGHT, ATTACHE_TOKENS (comma-separated), ATTACHE_CACHE_TTL, ATTACHE_CACHE_ENTRIES,
+        ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every
+        request in flight within its deadline, exit 0.
+        """
+    )
+
+    @Option(help: "Address to listen on [ATTACHE_HOST, default 127.0.0.1].")
+    var host: String?
+
+    @Option(help: "Port [ATTACHE_PORT, default 8080].")
+    var port: Int?
+
+    @Option(help: "Media directory, also served under /media [ATTACHE_MEDIA_DIR, default ./attache-media].")
+    var mediaDir: String?
+
+    @Option(help: "Base URL for media URLs, e.g. https://cdn.example.com/media or http://HOST:PORT/media [ATTACHE_PUBLIC_BASE_URL].")
+    var publicBaseURL: String?
+
+    @Option(help: "Allow connections to this network (CIDR); repeatable [ATTACHE_ALLOW_ADDRESSES].", transform: parseCIDR)
+    var allowAddress: [CIDR] = []
+
+    @Option(help: "Deadline when a request sends no Attache-Deadline-Ms [ATTACHE_DEADLINE, default 3s].", transform: parseDuration)
+    var deadline: Duration?
+
+    @Option(help: "What to answer when the deadline passes: original or best-attempt.")
+    var onTimeout: TimeoutPolicy = .original
+
+    @Option(help: "Enrichments at once before answering `overloaded` [ATTACHE_MAX_IN_FLIGHT, default 256].")
+    var maxInFlight: Int?
+
+    @Option(help: "Bearer token for /v1/* and /metrics; repeatable for rotation [ATTACHE_TOKENS].")
+    var token: [String] = []
+
+    @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
+    var cacheTTL: Duration?
+
+    @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
+    var cacheEntries: Int?
+
+    @Option(help: "Thumbnail longest edge.")
+    var thumbnailSize: Int = 320
+
+    @Option(help: "Display copy longest edge.")
+    var displaySize: Int = 1080
+
+    @Option(help: "APNs payload budget in bytes.")
+    var maxPayloadBytes: Int = 4096
+
+    @Option(help: "Movie poster frames: fast or exact.")
+    var poster: PosterMode = .fast
+
+    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT].")
+    var logFormat: LogFormat?
+
+    enum LogFormat: String, ExpressibleByArgument { case text, json }
+
+    func env(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func run() async throws {
+        let format = logFormat ?? env("ATTACHE_LOG_FORMAT").flatMap(LogFormat.init) ?? .text
+        LoggingSystem.bootstrap { label -> any LogHandler in
+            if format == .json { return JSONLogHandler(label: label) }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        let logger = Logger(label: "attache.server")
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+        var server = ServerConfiguration()
+        server.host = host ?? env("ATTACHE_HOST") ?? server.host
+        server.port = try port ?? env("ATTACHE_PORT").map { guard let p = Int($0) else { throw ValidationError("ATTACHE_PORT is not a number") }; return p } ?? server.port
+        server.defaultDeadline = try deadline ?? env("ATTACHE_DEADLINE").map(parseDuration) ?? server.defaultDeadline
+        server.maxInFlight = maxInFlight ?? env("ATTACHE_MAX_IN_FLIGHT").flatMap(Int.init) ?? server.maxInFlight
+        server.tokens = token + (env("ATTACHE_TOKENS")?.split(separator: ",").map(String.init) ?? [])
+        server.mediaDirectory = mediaDir ?? env("ATTACHE_MEDIA_DIR") ?? server.mediaDirectory
+
+        var options = EnrichmentOptions()
+        options.mediaDirectory = server.mediaDirectory
+        options.publicBaseURL = publicBaseURL ?? env("ATTACHE_PUBLIC_BASE_URL")
+        options.allowedAddresses = allowAddress + (try environmentAllowances())
+        options.deadline = server.defaultDeadline
+        options.onTimeout = onTimeout
+        options.thumbnailSize = thumbnailSize
+        options.displaySize = displaySize
+        options.maxPayloadBytes = maxPayloadBytes
+        options.posterMode = poster
+        let ttl = try cacheTTL ?? env("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
+        if ttl > .zero {
+            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: cacheEntries ?? env("ATTACHE_CACHE_ENTRIES").flatMap(Int.init) ?? 10_000)
+        }
+
+        let enrichment = try Enrichment(options: options, logger: logger)
+        let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
+        logger.info("attache serve starting", metadata: [
+            "attache.address": "\(server.host):\(server.port)", "attache.auth": "\(server.tokens.isEmpty ? "off" : "bearer")",
+        ])
+        let group = ServiceGroup(configuration: .init(
+            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+        ))
+        try await group.run()
+        enrichment.shutdown()
+        logger.info("attache serve stopped")
+    }
+}
+
+/// One JSON object per line on stderr, for log shippers.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var fields: [(String, String)] = [("level", "\(event.level)"), ("label", label), ("message", "\(event.message)")]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
+            fields.append((key, "\(value)"))
+        }
+        let line = "{" + fields.map { "\(quote($0.0)):\(quote($0.1))" }.joined(separator: ",") + "}\n"
+        writeStderr(Array(line.utf8))
+    }
+
+    private func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value, radix: 16).leftPad(2)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
+}
