@@ -103,6 +103,7 @@ let package = Package(
             dependencies: [
                 "AttacheServer", "AttacheTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
