@@ -11,7 +11,7 @@ BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 RELEASE_BIN := .build/release/attache
 DEBUG_BIN := .build/debug/attache
 
-.PHONY: deps bench-deps build demo test bench clean
+.PHONY: deps bench-deps build build-static demo test bench clean
 
 define apt_install
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -30,6 +30,10 @@ bench-deps: deps
 build: deps
 	$(SWIFT) build -c release --product attache
 
+# What the Dockerfile runs: the Swift runtime linked in, so the image needs only Debian's libraries.
+build-static: deps
+	$(SWIFT) build -c release --product attache --static-swift-stdlib --scratch-path .build-static
+
 # Starts the sample origin on 127.0.0.1:8765 and enriches every payload in Samples/payloads, offline.
 demo: build
 	Samples/demo.sh $(RELEASE_BIN)
@@ -41,6 +45,8 @@ test: deps
 	$(SWIFT) test --skip Deadline
 	$(SWIFT) test --filter Deadline --no-parallel
 	Tests/cli/run.sh $(DEBUG_BIN)
+	Tests/cli/serve.sh $(DEBUG_BIN)
+	Tests/cli/deploy-check.sh
 
 bench: bench-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `attache serve` as a process: SIGTERM while 50 slow requests are in flight answers all 50, then
+# the process exits 0. Traffic stays on 127.0.0.1.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-.build/debug/attache}
+tmp=$(mktemp -d)
+passed=0 failed=0
+check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+cleanup() { kill "$origin" "$server" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+oport=$(free_port)
+"$bin" origin --root Samples/media --port "$oport" > "$tmp/origin.log" 2>&1 &
+origin=$!
+sport=$(free_port)
+"$bin" serve --port "$sport" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --cache-ttl 0 > "$tmp/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
+
+# Each request's media takes 1 s to arrive (16 connections to the origin, so up to 4 s in all); the
+# deadline is 6 s: all 50 are in flight at SIGTERM, and all 50 still finish.
+for i in $(seq 50); do
+  body="{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$oport/photo.jpg?delay=1000&n=$i\"}"
+  curl -s -o "$tmp/out.$i" -w "%{http_code}\n" -H "Attache-Deadline-Ms: 6000" --data-binary "$body" \
+    "http://127.0.0.1:$sport/v1/enrich" > "$tmp/code.$i" &
+done
+sleep 0.7
+kill -TERM "$server"
+wait "$server"
+code=$?
+wait $(jobs -p | grep -v "^$origin$") 2>/dev/null
+ok=$(cat "$tmp"/code.* 2>/dev/null | grep -c '^200$')
+enriched=$(grep -l '"attachments"' "$tmp"/out.* 2>/dev/null | wc -l)
+check "serve exits 0 after SIGTERM (got $code)" "[ $code -eq 0 ]"
+check "all 50 in-flight requests answered 200 (got $ok)" "[ $ok -eq 50 ]"
+check "and enriched, not cut short (got $enriched)" "[ $enriched -eq 50 ]"
+check "no new connections after shutdown" "! curl -s -o /dev/null --max-time 1 http://127.0.0.1:$sport/healthz"
+echo "serve: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
