@@ -10,8 +10,12 @@ check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1))
 schema=../shared/schemas/compose-spec.json
 if [ -f "$schema" ]; then
   python3 -c "import jsonschema, yaml" 2>/dev/null || pip install --quiet jsonschema pyyaml >/dev/null 2>&1
-  check "docker-compose.yml is valid against the Compose Specification" \
-    "python3 -c 'import json, sys, yaml, jsonschema; jsonschema.validate(yaml.safe_load(open(\"docker-compose.yml\")), json.load(open(\"$schema\")))'"
+  validate='import json, sys, yaml, jsonschema
+try:
+    jsonschema.validate(yaml.safe_load(open("docker-compose.yml")), json.load(open(sys.argv[1])))
+except jsonschema.ValidationError as e:
+    sys.exit("docker-compose.yml: " + e.message)'
+  check "docker-compose.yml is valid against the Compose Specification" "python3 -c '$validate' '$schema'"
 else
   echo "note: $schema not present; compose schema check skipped"
 fi
