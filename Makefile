@@ -52,6 +52,7 @@ bench: bench-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)
 	Benchmarks/fetch.sh $(RELEASE_BIN)
 	Benchmarks/poster.sh $(RELEASE_BIN)
+	Benchmarks/serve.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build attache-media
