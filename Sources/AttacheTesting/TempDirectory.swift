@@ -22,3 +22,16 @@ public func listDirectory(_ path: String) -> [String] {
     }
     return names.sorted()
 }
+
+extension String {
+    /// Every occurrence of `target` replaced (FoundationEssentials-free, for fixtures).
+    public func replacingAll(_ target: String, with replacement: String) -> String {
+        var out = ""
+        var rest = self[...]
+        while let r = rest.firstRange(of: target) {
+            out += rest[..<r.lowerBound] + replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}

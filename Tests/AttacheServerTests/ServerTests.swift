@@ -54,17 +54,6 @@ extension HTTPField.Name {
     static let testServerTiming = Self("Server-Timing")!
 }
 
-extension String {
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        var out = ""
-        var rest = self[...]
-        while let r = rest.firstRange(of: target) {
-            out += rest[..<r.lowerBound] + replacement
-            rest = rest[r.upperBound...]
-        }
-        return out + rest
-    }
-}
 
 let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"image":"ORIGIN/photo.jpg"}}"#
 

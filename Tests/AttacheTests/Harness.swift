@@ -39,17 +39,6 @@ struct Harness {
     }
 }
 
-extension String {
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        var out = ""
-        var rest = self[...]
-        while let r = rest.firstRange(of: target) {
-            out += rest[..<r.lowerBound] + replacement
-            rest = rest[r.upperBound...]
-        }
-        return out + rest
-    }
-}
 
 func json(_ bytes: [UInt8]) throws -> JSONObject {
     try Payload(bytes: bytes).root
