@@ -32,6 +32,7 @@ let package = Package(
             name: "CFFmpeg",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
+        .systemLibrary(name: "CMalloc"),
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
         .target(
             name: "CImageCodecs",
@@ -82,7 +83,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",
+                "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -20,6 +20,8 @@ public struct EnrichmentOptions: Sendable {
     public var posterMode: PosterMode = .fast
     /// A result cache shared by every payload this enrichment handles (nil: none).
     public var cache: MediaCache.Configuration?
+    /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
+    public var maxMediaJobs = 32
 
     public init() {}
 }
@@ -43,7 +45,7 @@ public struct Enrichment: Sendable {
         )
         services = MediaServices(engine: engine, store: store, configuration: configuration,
                                  attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
-                                 logger: logger)
+                                 maxMediaJobs: options.maxMediaJobs, logger: logger)
         runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
             deadline: options.deadline, onTimeout: options.onTimeout,
             attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes

@@ -34,14 +34,19 @@ public final class MediaServices: Sendable {
     public let attachmentsKey: String
     /// Results by media URL and render options, shared by every payload (nil: no cache).
     public let cache: MediaCache?
+    /// Media fetched and rendered at once, process-wide: bounds the bodies held in memory while
+    /// they wait for a decoder thread.
+    let mediaJobs: AsyncSemaphore
     let pipeline: ImagePipeline
     let logger: Logger
 
     public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
-                cache: MediaCache? = nil, pool: BlockingPool = .shared, logger: Logger = Logger(label: "attache")) {
+                cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared,
+                logger: Logger = Logger(label: "attache")) {
         self.engine = engine
         self.store = store
         self.cache = cache
+        self.mediaJobs = AsyncSemaphore(maxMediaJobs)
         self.pool = pool
         self.configuration = configuration
         self.attachmentsKey = attachmentsKey
@@ -185,6 +190,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
+        try await services.mediaJobs.withPermit {
+            try await fetchAndRenderNow(media, index: index, deadline: deadline)
+        }
+    }
+
+    private func fetchAndRenderNow(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
         let limits = services.configuration.limits
         let request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
             Self.judgePrefix(prefix, limits: limits)

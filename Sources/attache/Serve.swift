@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+internal import CMalloc
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,6 +59,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
     var cacheEntries: Int?
 
+    @Option(help: "Media fetched and rendered at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
+    var maxMediaJobs: Int?
+
     @Option(help: "Thumbnail longest edge.")
     var thumbnailSize: Int = 320
 
@@ -87,6 +91,10 @@ struct Serve: AsyncParsableCommand {
             handler.logLevel = .info
             return handler
         }
+        // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
+        // glibc would otherwise raise its threshold after the first frees and keep them in
+        // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
+        _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
         let logger = Logger(label: "attache.server")
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -109,6 +117,7 @@ struct Serve: AsyncParsableCommand {
         options.displaySize = displaySize
         options.maxPayloadBytes = maxPayloadBytes
         options.posterMode = poster
+        options.maxMediaJobs = maxMediaJobs ?? env("ATTACHE_MAX_MEDIA_JOBS").flatMap(Int.init) ?? options.maxMediaJobs
         let ttl = try cacheTTL ?? env("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
         if ttl > .zero {
             options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: cacheEntries ?? env("ATTACHE_CACHE_ENTRIES").flatMap(Int.init) ?? 10_000)

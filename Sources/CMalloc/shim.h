@@ -1,0 +1,2 @@
+// glibc's allocator tuning (mallopt), for the service executable.
+#include <malloc.h>
