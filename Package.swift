@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -69,7 +69,7 @@ public struct ExtensionRuntime: Sendable {
         guard payload.wantsServiceExtension else {
             return emit(payload.original, .passthrough, .notMutable, [], start: start)
         }
-        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline)
+        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start)
         let ext = makeExtension()
 
         enum Race: Sendable {

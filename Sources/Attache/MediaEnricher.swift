@@ -72,9 +72,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private let services: MediaServices
     private let state = Mutex(State())
+    /// One per attachment (at most the configured maximum), filled by the engine however a transfer ends.
+    private let traces: [FetchTrace]
 
     init(services: MediaServices) {
         self.services = services
+        self.traces = (0..<max(1, services.configuration.dialects.maxAttachments)).map { _ in FetchTrace() }
     }
 
     public func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
@@ -133,6 +136,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
     }
 
+    /// Milliseconds since the payload arrived.
+    private func since() -> Double {
+        guard let received = state.withLock({ $0.request?.receivedAt }) else { return 0 }
+        return received.duration(to: .now).milliseconds
+    }
+
     /// Everything that changes what a URL renders to.
     private func cacheKey(_ media: MediaRequest) -> String {
         let r = services.configuration.render
@@ -146,10 +155,20 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func fail(_ index: Int, _ reason: Reason, _ message: String) {
+        let now = since()
         update(index) {
             $0.outcome = "failed"
             $0.reason = reason
             $0.message = message
+            // A transfer that did not finish still shows where its time went.
+            let t = $0.timings
+            if let start = t.fetchStart, t.dns + t.connect + t.tls + t.firstByte + t.download == 0, t.inspectStart == nil {
+                if let traced = traces[index].timings, traced.total > 0 {
+                    $0.timings.setFetch(traced)
+                } else {
+                    $0.timings.firstByte = max(0, now - start)
+                }
+            }
         }
     }
 
@@ -197,20 +216,19 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private func fetchAndRenderNow(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
         let limits = services.configuration.limits
-        let request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
+        var request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
             Self.judgePrefix(prefix, limits: limits)
         }
+        request.trace = traces[index]
+        let fetchStart = since()
+        update(index) { $0.timings.fetchStart = fetchStart }
         let fetched = try await services.engine.fetch(request, deadline: deadline)
         update(index) { r in
             r.httpStatus = fetched.status
             r.connectedIP = fetched.connectedIP
             r.redirects = fetched.redirects
             r.bytes = fetched.bytes
-            r.timings.dns = fetched.timings.dns
-            r.timings.connect = fetched.timings.connect
-            r.timings.tls = fetched.timings.tls
-            r.timings.firstByte = fetched.timings.firstByte
-            r.timings.download = max(0, fetched.timings.total - fetched.timings.firstByte)
+            r.timings.setFetch(fetched.timings)
         }
 
         let kind = Sniffer.sniff(fetched.body.prefix)?.kind ?? .image
@@ -219,12 +237,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             : try await renderMovie(fetched, media: media, index: index)
 
         let storeStart = ContinuousClock.now
+        let storeOffset = since()
         let store = services.store
         let (main, thumbnail) = try await services.pool.run { _ in
             (try store.put(rendered.main, fileExtension: rendered.format.fileExtension),
              try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
         }
-        update(index) { $0.timings.store = storeStart.duration(to: .now).milliseconds }
+        update(index) {
+            $0.timings.storeStart = storeOffset
+            $0.timings.store = storeStart.duration(to: .now).milliseconds
+        }
 
         var thumbnailEntry: AttachmentEntry.Thumbnail?
         if let stored = thumbnail, let image = rendered.thumbnail {
@@ -253,6 +275,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func renderImage(_ fetched: FetchResult, media: MediaRequest, index: Int) async throws -> Rendered {
         let pipeline = services.pipeline
         let inspectStart = ContinuousClock.now
+        let inspectOffset = since()
         let (bytes, header) = try await services.pool.run { _ in
             let bytes = try fetched.body.readAll()
             return (bytes, try pipeline.inspect(bytes))
@@ -260,16 +283,21 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         update(index) { r in
             r.kind = header.format.kind.rawValue
             r.format = header.format.rawValue
+            r.timings.inspectStart = inspectOffset
             r.timings.inspect = inspectStart.duration(to: .now).milliseconds
         }
         var renderOptions = services.configuration.render
         renderOptions.clip = media.options.clippingRect
         let options = renderOptions
         let renderStart = ContinuousClock.now
+        let renderOffset = since()
         let rendition = try await services.pool.run { abort in
             try pipeline.render(bytes, header: header, options: options, abort: abort)
         }
-        update(index) { $0.timings.render = renderStart.duration(to: .now).milliseconds }
+        update(index) {
+            $0.timings.renderStart = renderOffset
+            $0.timings.render = renderStart.duration(to: .now).milliseconds
+        }
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
                             height: display.height, thumbnail: rendition.thumbnail)
@@ -285,6 +313,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         renderOptions.clip = media.options.clippingRect
         let options = renderOptions
         let start = ContinuousClock.now
+        let offset = since()
         let (bytes, movie) = try await services.pool.run { abort in
             let bytes = try fetched.body.readAll()
             return (bytes, try pipeline.render(bytes, options: options, time: media.options.thumbnailTime, abort: abort))
@@ -293,6 +322,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         update(index) { r in
             r.kind = facts.kind.rawValue
             r.format = facts.format.rawValue
+            r.timings.renderStart = offset
             r.timings.render = start.duration(to: .now).milliseconds
         }
         return Rendered(main: bytes, format: facts.format, uti: facts.uti,

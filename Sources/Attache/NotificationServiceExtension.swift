@@ -29,11 +29,14 @@ public struct NotificationRequest: Sendable {
     public let payload: Payload
     /// When the runtime stops waiting (what `serviceExtensionTimeWillExpire` is about).
     public let deadline: ContinuousClock.Instant
+    /// When the payload arrived (report offsets are measured from here).
+    public let receivedAt: ContinuousClock.Instant
 
-    public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant) {
+    public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant, receivedAt: ContinuousClock.Instant = .now) {
         self.identifier = identifier
         self.payload = payload
         self.deadline = deadline
+        self.receivedAt = receivedAt
         self.content = NotificationContent(userInfo: payload.root)
     }
 }

@@ -1,16 +1,43 @@
+import AttacheFetch
 import AttachePayload
 
-/// Milliseconds spent in each stage of one attachment.
+/// Milliseconds spent in each stage of one attachment (each stage on its own, not cumulative),
+/// and when the fetch and the later stages started, in ms after the payload arrived.
 public struct StageTimings: Sendable, Equatable {
     public var dns = 0.0, connect = 0.0, tls = 0.0, firstByte = 0.0, download = 0.0
     public var inspect = 0.0, render = 0.0, store = 0.0
+    public var fetchStart: Double?, inspectStart: Double?, renderStart: Double?, storeStart: Double?
     public init() {}
+
+    mutating func setFetch(_ t: FetchTimings) {
+        (dns, connect, tls, firstByte, download) = t.stages
+    }
+
+    /// The stages in order, with their start (ms after the payload arrived) and length.
+    public var spans: [(stage: String, start: Double, length: Double)] {
+        var out: [(String, Double, Double)] = []
+        if let t = fetchStart {
+            var at = t
+            for (name, length) in [("dns", dns), ("connect", connect), ("tls", tls), ("first_byte", firstByte), ("download", download)] {
+                if length > 0 { out.append((name, at, length)) }
+                at += length
+            }
+        }
+        for (name, start, length) in [("inspect", inspectStart, inspect), ("render", renderStart, render), ("store", storeStart, store)] {
+            if let start, length > 0 { out.append((name, start, length)) }
+        }
+        return out
+    }
 
     var json: JSONValue {
         .object(JSONObject([
             "dns": .milliseconds(dns), "connect": .milliseconds(connect), "tls": .milliseconds(tls),
             "first_byte": .milliseconds(firstByte), "download": .milliseconds(download), "inspect": .milliseconds(inspect),
             "render": .milliseconds(render), "store": .milliseconds(store),
+            "started": .object(JSONObject([
+                "fetch": fetchStart.map(JSONValue.milliseconds) ?? .null, "inspect": inspectStart.map(JSONValue.milliseconds) ?? .null,
+                "render": renderStart.map(JSONValue.milliseconds) ?? .null, "store": storeStart.map(JSONValue.milliseconds) ?? .null,
+            ])),
         ]))
     }
 }

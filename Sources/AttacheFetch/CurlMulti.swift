@@ -77,6 +77,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Resumes the waiting task exactly once.
     func complete(_ result: Result<FetchResult, any Error>) {
         body.finishWriting()
+        request.trace?.record(timings())
         continuation?.resume(with: result)
         continuation = nil
     }
@@ -325,6 +326,7 @@ final class CurlMulti {
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private(set) var connectionsOpened = 0
+    private(set) var bytesReceived = 0
 
     init(maxConnectionsPerHost: Int, maxConnections: Int) throws {
         guard CurlGlobal.initialised, let multi = curl_multi_init() else {
@@ -390,7 +392,10 @@ final class CurlMulti {
             let code = attache_curl_msg_result(message)
             curl_multi_remove_handle(multi, easy)
             let result = transfer.result(code: code)
-            if case .success(let r) = result { connectionsOpened += r.newConnections }
+            if case .success(let r) = result {
+                connectionsOpened += r.newConnections
+                bytesReceived += r.bytes
+            }
             transfer.complete(result)
         }
         // curl's own TIMEOUT_MS normally ends these first; this is the backstop.

@@ -60,6 +60,7 @@ public final class FetchEngine: Sendable {
         var stopping = false
         var stopped = false
         var connectionsOpened = 0
+        var bytesReceived = 0
         var inFlight = 0
     }
 
@@ -148,6 +149,9 @@ public final class FetchEngine: Sendable {
     /// New connections opened by the engine so far (the rest of the transfers reused one).
     public var connectionsOpened: Int { commands.withLock { $0.connectionsOpened } }
 
+    /// Body bytes of the transfers that succeeded so far.
+    public var bytesReceived: Int { commands.withLock { $0.bytesReceived } }
+
     /// True until `shutdown` (or a failure) stops the engine's thread.
     public var isRunning: Bool { commands.withLock { !$0.stopping && !$0.stopped } }
 
@@ -199,12 +203,12 @@ public final class FetchEngine: Sendable {
             if stopping {
                 break
             }
-            let before = multi.connectionsOpened
             multi.perform()
-            let opened = multi.connectionsOpened - before
+            let opened = multi.connectionsOpened, received = multi.bytesReceived
             let active = multi.activeCount
             commands.withLock { c in
-                c.connectionsOpened += opened
+                c.connectionsOpened = opened
+                c.bytesReceived = received
                 c.inFlight = active + c.adds.count
             }
             multi.wait(maxWaitMs: multi.nextDeadlineWait(cap: 250))

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What the prefix inspector says after seeing the first bytes of a body.
 public enum PrefixVerdict: Sendable {
     /// Go on, with the byte cap for the kind the bytes turned out to be.
@@ -16,6 +18,8 @@ public struct FetchRequest: Sendable {
     public var inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)?
     /// `HOST:PORT:ADDRESS` entries, as curl's `--resolve` (used by tests to give a name an address).
     public var resolve: [String]
+    /// Receives the transfer's timings when it ends, however it ends (cancelled ones too).
+    public var trace: FetchTrace?
 
     public init(
         url: String,
@@ -29,6 +33,7 @@ public struct FetchRequest: Sendable {
         self.prefixLength = prefixLength
         self.resolve = resolve
         self.inspectPrefix = inspectPrefix
+        self.trace = nil
     }
 }
 
@@ -53,4 +58,23 @@ public struct FetchResult: Sendable {
     public var newConnections: Int
     public var timings: FetchTimings
     public var body: FetchedBody
+}
+
+/// Where a transfer leaves its timings when it ends, for callers that want them on failure too
+/// (a timeline of a payload whose media never arrived).
+public final class FetchTrace: Sendable {
+    private let value = Mutex<FetchTimings?>(nil)
+    public init() {}
+    public var timings: FetchTimings? { value.withLock { $0 } }
+    func record(_ timings: FetchTimings) { value.withLock { $0 = timings } }
+}
+
+extension FetchTimings {
+    /// curl's times are cumulative from the transfer's start; these are each stage's own.
+    public var stages: (dns: Double, connect: Double, tls: Double, firstByte: Double, download: Double) {
+        let connected = max(connect, tls)
+        let waited = firstByte > 0 ? firstByte : total  // no byte yet: waiting until the end
+        return (dns, max(0, connect - dns), tls > 0 ? max(0, tls - connect) : 0,
+                max(0, waited - connected), firstByte > 0 ? max(0, total - max(firstByte, connected)) : 0)
+    }
 }

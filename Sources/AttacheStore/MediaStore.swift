@@ -77,7 +77,7 @@ public struct FileStore: MediaStore {
         return StoredMedia(name: name, url: url(for: name))
     }
 
-    static func makeDirectories(_ path: String) throws {
+    public static func makeDirectories(_ path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             current += "/" + part

@@ -4,6 +4,9 @@ import Glibc
 
 public struct FileReadError: Error, CustomStringConvertible {
     public let description: String
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// Reads everything from an open descriptor: a regular file in one allocation of its size,

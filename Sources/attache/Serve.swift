@@ -16,12 +16,12 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the enrichment service that push pipelines call per message.",
         discussion: """
-        Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id),
-        GET|HEAD /media/<name>, GET /healthz, GET /readyz, GET /metrics (Prometheus).
-        Every option can also come from the environment: ATTACHE_HOST, ATTACHE_PORT, ATTACHE_MEDIA_DIR,
-        ATTACHE_PUBLIC_BASE_URL, ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs), ATTACHE_DEADLINE,
-        ATTACHE_MAX_IN_FLIGHT, ATTACHE_TOKENS (comma-separated), ATTACHE_CACHE_TTL, ATTACHE_CACHE_ENTRIES,
-        ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every
+        Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id), \
+        GET|HEAD /media/<name>, GET /healthz, GET /readyz, GET /metrics (Prometheus). \
+        Every option can also come from the environment: ATTACHE_HOST, ATTACHE_PORT, ATTACHE_MEDIA_DIR, \
+        ATTACHE_PUBLIC_BASE_URL, ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs), ATTACHE_DEADLINE, \
+        ATTACHE_MAX_IN_FLIGHT, ATTACHE_TOKENS (comma-separated), ATTACHE_CACHE_TTL, ATTACHE_CACHE_ENTRIES, \
+        ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every \
         request in flight within its deadline, exit 0.
         """
     )

@@ -1,0 +1,58 @@
+import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One payload of a batch: its 1-based position in the input, where it came from, its bytes.
+public struct BatchItem: Sendable {
+    public var line: Int
+    public var name: String
+    public var bytes: [UInt8]
+}
+
+public enum BatchInput: Sendable {
+    /// JSON Lines, one payload per line; "-" reads standard input.
+    case jsonLines(String)
+    /// A directory of `.json` / `.apns` files, taken in name order.
+    case directory(String)
+
+    /// Directories become `.directory`, anything else JSON Lines.
+    public static func at(_ path: String) -> BatchInput {
+        var info = stat()
+        if path != "-", stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return .directory(path) }
+        return .jsonLines(path)
+    }
+
+    public func items() throws -> [BatchItem] {
+        switch self {
+        case .jsonLines(let path):
+            let bytes = path == "-" ? try readAll(fd: STDIN_FILENO, name: "standard input") : try readFile(path)
+            var items: [BatchItem] = []
+            var line = 0
+            for raw in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+                line += 1
+                var text = Array(raw)
+                if text.last == 0x0D { text.removeLast() }
+                if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }  // blank lines are not payloads
+                items.append(BatchItem(line: line, name: "\(path == "-" ? "stdin" : path):\(line)", bytes: text))
+            }
+            return items
+        case .directory(let path):
+            let names = try Self.list(path).filter { $0.hasSuffix(".json") || $0.hasSuffix(".apns") }.sorted()
+            return try names.enumerated().map { i, name in
+                BatchItem(line: i + 1, name: name, bytes: try readFile("\(path)/\(name)"))
+            }
+        }
+    }
+
+    static func list(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw FileReadError(description: "cannot open directory \(path)") }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if !name.hasPrefix(".") { names.append(name) }
+        }
+        return names
+    }
+}

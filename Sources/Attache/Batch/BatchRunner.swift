@@ -1,0 +1,204 @@
+import AttachePayload
+import AttacheStore
+import AttacheSupport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct BatchConfiguration: Sendable {
+    public var input: BatchInput
+    /// A JSON Lines file, or a directory (one file per input, under the input's name).
+    public var output: String
+    public var outputIsDirectory: Bool
+    /// One line per payload (rejected lines too): the batch's ledger, also what `resume` reads.
+    public var report: String
+    /// Lines that are not payloads, as they were.
+    public var rejects: String
+    public var concurrency: Int
+    public var resume: Bool
+    /// Process only inputs whose position p (0-based) has p % count == index.
+    public var shard: (index: Int, count: Int)?
+
+    public init(input: BatchInput, output: String, outputIsDirectory: Bool = false, report: String? = nil, rejects: String? = nil,
+                concurrency: Int = 16, resume: Bool = false, shard: (index: Int, count: Int)? = nil) {
+        self.input = input
+        self.output = output
+        self.outputIsDirectory = outputIsDirectory
+        self.report = report ?? (outputIsDirectory ? "\(output)/report.jsonl" : "\(output).report.jsonl")
+        self.rejects = rejects ?? (outputIsDirectory ? "\(output)/rejects.jsonl" : "\(output).rejects.jsonl")
+        self.concurrency = max(1, concurrency)
+        self.resume = resume
+        self.shard = shard
+    }
+}
+
+/// Where a batch stands; handed to the progress callback as it goes.
+public struct BatchProgress: Sendable {
+    public var total = 0
+    public var done = 0
+    /// Already done by an earlier, interrupted run.
+    public var resumed = 0
+    public var outcomes: [String: Int] = [:]
+    public var reasons: [String: Int] = [:]
+    public var elapsed: Duration = .zero
+
+    public var rate: Double {
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return seconds > 0 ? Double(done - resumed) / seconds : 0
+    }
+}
+
+/// Runs many payloads through one `Enrichment` (whose result cache makes every distinct media
+/// URL download and render once), writes the payloads to send in input order, and keeps a
+/// ledger that makes the batch resumable after an interruption with nothing lost or doubled.
+public struct BatchRunner: Sendable {
+    public let configuration: BatchConfiguration
+    public let enrichment: Enrichment
+
+    public init(configuration: BatchConfiguration, enrichment: Enrichment) {
+        self.configuration = configuration
+        self.enrichment = enrichment
+    }
+
+    private enum Answer: Sendable {
+        case emitted(Emission)
+        case rejected(PayloadError)
+    }
+
+    public func run(progress: @Sendable (BatchProgress) -> Void = { _ in }) async throws -> BatchProgress {
+        let start = ContinuousClock.now
+        var items = try configuration.input.items()
+        if let shard = configuration.shard {
+            items = items.enumerated().filter { $0.offset % shard.count == shard.index }.map(\.element)
+        }
+        if configuration.outputIsDirectory { try FileStore.makeDirectories(configuration.output) }
+
+        // The ledger decides what is done; the output and rejects files are cut back to match it.
+        let report = try LineFile(path: configuration.report, resume: configuration.resume)
+        let done = report.lines.count
+        let rejectedBefore = report.lines.filter { Self.isRejection($0) }.count
+        let output = configuration.outputIsDirectory ? nil : try LineFile(path: configuration.output, resume: configuration.resume) { lines in
+            min(lines.count, done - rejectedBefore)
+        }
+        let rejects = try LineFile(path: configuration.rejects, resume: configuration.resume) { lines in
+            min(lines.count, rejectedBefore)
+        }
+
+        var state = BatchProgress()
+        state.total = items.count
+        state.done = min(done, items.count)
+        state.resumed = state.done
+        for line in report.lines { tally(line, into: &state) }
+        progress(state)
+        var lastProgress = ContinuousClock.now
+
+        let pending = Array(items.dropFirst(state.done))
+        let enrichment = self.enrichment
+        try await withThrowingTaskGroup(of: (Int, Answer).self) { group in
+            var next = 0
+            var ready: [Int: Answer] = [:]
+            var written = 0
+            func launch() {
+                guard next < pending.count else { return }
+                let index = next, item = pending[index]
+                next += 1
+                group.addTask {
+                    do throws(PayloadError) {
+                        return (index, .emitted(try await enrichment.enrich(item.bytes, identifier: item.name)))
+                    } catch {
+                        return (index, .rejected(error))
+                    }
+                }
+            }
+            for _ in 0..<configuration.concurrency { launch() }
+            while let (index, answer) = try await group.next() {
+                ready[index] = answer
+                while let answer = ready.removeValue(forKey: written) {
+                    let line = try write(pending[written], answer, output: output, rejects: rejects, report: report)
+                    tally(line, into: &state)
+                    state.done += 1
+                    written += 1
+                }
+                launch()
+                let now = ContinuousClock.now
+                if now - lastProgress >= .milliseconds(200) {
+                    state.elapsed = start.duration(to: now)
+                    progress(state)
+                    lastProgress = now
+                }
+            }
+        }
+        state.elapsed = start.duration(to: .now)
+        progress(state)
+        return state
+    }
+
+    /// Writes one answer: the payload (output), then its ledger line (report), so a crash between
+    /// the two is undone on resume by cutting the output back to the ledger.
+    private func write(_ item: BatchItem, _ answer: Answer, output: LineFile?, rejects: LineFile, report: LineFile) throws -> [UInt8] {
+        var entry = JSONObject()
+        entry["line"] = .int(item.line)
+        entry["source"] = .string(item.name)
+        switch answer {
+        case .emitted(let emission):
+            if configuration.outputIsDirectory {
+                try writeWhole("\(configuration.output)/\(item.name)", emission.bytes)
+            } else {
+                try output?.append(Self.oneLine(emission.bytes))
+            }
+            let r = emission.report
+            entry["outcome"] = .string(r.outcome.rawValue)
+            entry["reason"] = r.reason.map { .string($0.description) } ?? .null
+            entry["elapsed_ms"] = .double((r.elapsedMs * 10).rounded() / 10)
+            entry["attachments"] = .array(r.attachments.map { a in
+                .object(JSONObject([
+                    "id": .string(a.id), "source": .string(a.source), "outcome": .string(a.outcome),
+                    "reason": a.reason.map { .string($0.description) } ?? .null, "cache": a.cache.map(JSONValue.string) ?? .null,
+                ]))
+            })
+        case .rejected(let error):
+            try rejects.append(Self.oneLine(item.bytes))
+            entry["outcome"] = .string("rejected")
+            entry["reason"] = .string(error.code.description)
+            entry["message"] = .string(error.message)
+        }
+        let line = JSONWriter.bytes(.object(entry))
+        try report.append(line)
+        return line
+    }
+
+    /// JSON Lines needs one line per payload: a payload with raw line breaks (pretty-printed, from
+    /// a directory) is written compactly instead.
+    static func oneLine(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return bytes }
+        if let value = try? JSONParser().parse(bytes) { return JSONWriter.bytes(value) }
+        return bytes.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+    }
+
+    static func isRejection(_ line: [UInt8]) -> Bool {
+        (try? JSONParser().parse(line))?.objectValue?["outcome"]?.stringValue == "rejected"
+    }
+
+    private func tally(_ line: [UInt8], into state: inout BatchProgress) {
+        guard let entry = (try? JSONParser().parse(line))?.objectValue else { return }
+        if let outcome = entry["outcome"]?.stringValue { state.outcomes[outcome, default: 0] += 1 }
+        if let reason = entry["reason"]?.stringValue { state.reasons[reason, default: 0] += 1 }
+    }
+
+    /// A whole file via a temp name and a rename: a reader (or a resume) never sees half of it.
+    private func writeWhole(_ path: String, _ bytes: [UInt8]) throws {
+        let temp = path + ".partial"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw BatchError("cannot write \(temp)") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { close(fd); throw BatchError("cannot write \(temp)") }
+            offset += n
+        }
+        close(fd)
+        guard rename(temp, path) == 0 else { throw BatchError("cannot rename \(temp)") }
+    }
+}

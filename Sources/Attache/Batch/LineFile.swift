@@ -1,0 +1,53 @@
+import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file of whole lines, appended one `write` per line so an interruption never leaves half a
+/// line; on resume, a torn tail (from a crash mid-write) is cut off and the lines are counted.
+final class LineFile {
+    let path: String
+    private let fd: Int32
+
+    /// Opens for appending; `keep` says how many complete lines to keep (the rest is cut off),
+    /// nil keeps every complete line. Returns the kept lines as well.
+    init(path: String, resume: Bool, keep: ((_ lines: [[UInt8]]) -> Int)? = nil) throws {
+        self.path = path
+        var kept: [[UInt8]] = []
+        if resume, let existing = try? readFile(path) {
+            var lines = existing.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+            lines.removeLast()  // after the last newline: empty, or a torn line
+            kept = lines
+        }
+        let count = keep?(kept) ?? kept.count
+        kept = Array(kept.prefix(count))
+        let flags = O_WRONLY | O_CREAT | O_TRUNC
+        fd = open(path, flags, 0o644)
+        self.lines = kept
+        guard fd >= 0 else { throw BatchError("cannot write \(path)") }
+        for line in kept { try append(line) }
+    }
+
+    /// The complete lines the file had when it was opened (and kept).
+    private(set) var lines: [[UInt8]]
+
+    func append(_ line: [UInt8]) throws {
+        let bytes = line + [0x0A]
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw BatchError("cannot write \(path)") }
+            offset += n
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+}
+
+public struct BatchError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
