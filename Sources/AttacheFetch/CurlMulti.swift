@@ -201,7 +201,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
-            let value = String(line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" }).prefix(while: { $0 != "\r" && $0 != "\n" }))
+            let value = String(line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" }).prefix(while: { !$0.isNewline }))
             if name == "content-length" { contentLength = Int64(value) ?? -1 }
             if name == "content-type" { contentType = value }
             return true

@@ -134,7 +134,7 @@ public final class Origin: Sendable {
 
 public struct OriginError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 func readWholeFile(_ path: String) -> [UInt8]? {

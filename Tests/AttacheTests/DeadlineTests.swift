@@ -38,6 +38,22 @@ import TitleRewriter
         #expect(elapsed < .milliseconds(220), "emitted after \(elapsed)")
     }
 
+    @Test func theSweepFindsTheFlipPointWithinOneStep() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment()
+        defer { e.shutdown() }
+        // The image arrives 400 ms after it is asked for.
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png?delay=400"}"#)
+        let step = Duration.milliseconds(100)
+        let deadlines = DeadlineSweep.deadlines(from: .milliseconds(100), to: .milliseconds(1000), step: step)
+        #expect(deadlines.count == 10)
+        let runs = try await DeadlineSweep(enrichment: e).run(input, deadlines: deadlines)
+        let flip = try #require(DeadlineSweep.flipPoints(runs).first?.deadline)
+        #expect(flip > .milliseconds(400))
+        #expect(flip <= .milliseconds(400) + step)
+    }
+
     @Test func aSlowDownloadLeavesNoTempFileBehind() async throws {
         let big = [UInt8](repeating: 7, count: 3 << 20)
         let h = try Harness(files: ["/big.jpg": [0xFF, 0xD8, 0xFF, 0xE0] + big])

@@ -175,7 +175,10 @@ import Testing
         #expect(a["format"]?.stringValue == "jpeg")
         #expect(a["bytes"]?.doubleValue == Double(Fixtures.bytes("photo.jpg").count))
         let timings = try #require(a["timings"]?.objectValue)
-        #expect(timings.keys == ["dns", "connect", "tls", "first_byte", "download", "inspect", "render", "store"])
+        #expect(timings.keys == ["dns", "connect", "tls", "first_byte", "download", "inspect", "render", "store", "started"])
+        let started = try #require(timings["started"]?.objectValue)
+        #expect((started["fetch"]?.doubleValue ?? -1) >= 0)
+        #expect((started["render"]?.doubleValue ?? 0) >= (started["inspect"]?.doubleValue ?? 1))
         #expect((timings["render"]?.doubleValue ?? 0) > 0)
     }
 }

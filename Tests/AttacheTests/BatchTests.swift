@@ -1,0 +1,148 @@
+import Attache
+import AttacheFetch
+import AttacheTesting
+import Logging
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct BatchTests {
+    /// 20 distinct image URLs (the same small PNG under 20 names).
+    static func origin() throws -> Origin {
+        let png = Fixtures.bytes("alpha.png")
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<20 { files["/img/\(i).png"] = png }
+        return try Origin(configuration: .init(root: Fixtures.mediaDirectory, files: files))
+    }
+
+    static func enrichment(_ media: String, cache: Bool = true) throws -> Enrichment {
+        var options = EnrichmentOptions()
+        options.mediaDirectory = media
+        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.deadline = .seconds(10)
+        options.cache = cache ? MediaCache.Configuration() : nil
+        return try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// `count` payloads over the 20 URLs, with a line that is not a payload at `badLine` (1-based).
+    static func input(port: Int, count: Int, badLine: Int? = nil) -> [UInt8] {
+        var lines: [String] = []
+        for i in 0..<count {
+            if lines.count + 1 == badLine { lines.append("this is not json") }
+            lines.append(#"{"aps":{"alert":"n\#(i)","mutable-content":1},"media-url":"http://127.0.0.1:\#(port)/img/\#(i % 20).png","n":\#(i)}"#)
+        }
+        return Array((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    func run(_ input: String, _ output: String, media: String, resume: Bool = false, shard: (Int, Int)? = nil) async throws -> BatchProgress {
+        let enrichment = try Self.enrichment(media)
+        defer { enrichment.shutdown() }
+        let configuration = BatchConfiguration(input: .jsonLines(input), output: output, concurrency: 16, resume: resume, shard: shard)
+        return try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
+    }
+
+    @Test func aThousandPayloadsOverTwentyURLsFetchTwentyTimes() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 1000))
+        let progress = try await run("\(dir)/in.jsonl", "\(dir)/out.jsonl", media: "\(dir)/media")
+        #expect(progress.done == 1000)
+        #expect(progress.outcomes["enriched"] == 1000)
+        #expect(origin.statistics.requests == 20)
+        let out = try lines("\(dir)/out.jsonl")
+        #expect(out.count == 1000)
+        // In input order: the n-th output line is the n-th payload.
+        #expect(out.enumerated().allSatisfy { i, line in line.contains("\"n\":\(i)}") || line.contains("\"n\":\(i),") })
+    }
+
+    @Test func aRejectedLineIsReportedWithItsNumberAndTheBatchGoesOn() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 30, badLine: 7))
+        let progress = try await run("\(dir)/in.jsonl", "\(dir)/out.jsonl", media: "\(dir)/media")
+        #expect(progress.outcomes["rejected"] == 1)
+        #expect(try lines("\(dir)/out.jsonl").count == 30)
+        #expect(try lines("\(dir)/out.jsonl.rejects.jsonl") == ["this is not json"])
+        let report = try lines("\(dir)/out.jsonl.report.jsonl")
+        #expect(report.count == 31)
+        #expect(report[6].hasPrefix(#"{"line":7,"#))
+        #expect(report[6].contains(#""outcome":"rejected""#))
+    }
+
+    @Test func resumingAfterACrashGivesTheSameOutputByteForByte() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 200, badLine: 50))
+        _ = try await run("\(dir)/in.jsonl", "\(dir)/whole.jsonl", media: "\(dir)/media")
+
+        // What a run killed halfway leaves: the first 100 ledger lines, an output one payload ahead
+        // of its ledger, and a torn last line in each.
+        let report = try lines("\(dir)/whole.jsonl.report.jsonl")
+        let output = try lines("\(dir)/whole.jsonl")
+        try writeBytes("\(dir)/cut.jsonl.report.jsonl", Array((report.prefix(100).joined(separator: "\n") + "\n{\"line\":10").utf8))
+        try writeBytes("\(dir)/cut.jsonl", Array((output.prefix(100).joined(separator: "\n") + "\n{\"aps\":{\"al").utf8))
+        try writeBytes("\(dir)/cut.jsonl.rejects.jsonl", Array("this is not json\n".utf8))
+        let progress = try await run("\(dir)/in.jsonl", "\(dir)/cut.jsonl", media: "\(dir)/media", resume: true)
+        #expect(progress.resumed == 100)
+        #expect(try readBytes("\(dir)/cut.jsonl") == readBytes("\(dir)/whole.jsonl"))
+        #expect(try lines("\(dir)/cut.jsonl.rejects.jsonl") == ["this is not json"])
+        // Ledger lines differ only in timings; their line numbers and outcomes match.
+        let resumed = try lines("\(dir)/cut.jsonl.report.jsonl").map { $0.prefix(while: { $0 != "e" }) }
+        #expect(resumed == report.map { $0.prefix(while: { $0 != "e" }) })
+    }
+
+    @Test func shardOutputsTogetherEqualTheWhole() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 90, badLine: 11))
+        _ = try await run("\(dir)/in.jsonl", "\(dir)/whole.jsonl", media: "\(dir)/media")
+        var union: [String] = []
+        for i in 0..<3 {
+            _ = try await run("\(dir)/in.jsonl", "\(dir)/shard\(i).jsonl", media: "\(dir)/media", shard: (i, 3))
+            union += try lines("\(dir)/shard\(i).jsonl")
+        }
+        #expect(union.sorted() == (try lines("\(dir)/whole.jsonl")).sorted())
+        #expect(union.count == 90)
+    }
+
+    @Test func directoriesInAndOut() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try makeDirectory("\(dir)/in")
+        try writeBytes("\(dir)/in/b.json", Array("{\n  \"aps\": {\"alert\": \"x\"}\n}\n".utf8))
+        try writeBytes("\(dir)/in/a.apns", Array(#"{"aps":{"alert":"y","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/img/1.png"}"#.utf8))
+        try writeBytes("\(dir)/in/ignored.txt", Array("x".utf8))
+        let enrichment = try Self.enrichment("\(dir)/media")
+        defer { enrichment.shutdown() }
+        let configuration = BatchConfiguration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
+        let progress = try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
+        #expect(progress.done == 2)
+        #expect(try readBytes("\(dir)/out/b.json") == readBytes("\(dir)/in/b.json"))  // passthrough, byte for byte
+        #expect(String(decoding: try readBytes("\(dir)/out/a.apns"), as: UTF8.self).contains("\"attachments\""))
+        #expect(listDirectory("\(dir)/out").contains("report.jsonl"))
+    }
+}
+
+func writeBytes(_ path: String, _ bytes: [UInt8]) throws {
+    guard let file = fopen(path, "wb") else { throw OriginError("cannot write \(path)") }
+    defer { fclose(file) }
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+}
+
+func readBytes(_ path: String) throws -> [UInt8] {
+    Fixtures.bytes(String(path.split(separator: "/").last!), in: "/" + path.split(separator: "/").dropLast().joined(separator: "/"))
+}
+
+func lines(_ path: String) throws -> [String] {
+    String(decoding: try readBytes(path), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+}
+
+func makeDirectory(_ path: String) throws {
+    guard mkdir(path, 0o755) == 0 else { throw OriginError("mkdir \(path)") }
+}
