@@ -46,6 +46,7 @@ test: deps
 	$(SWIFT) test --filter Deadline --no-parallel
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
+	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 
 bench: bench-deps build

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `attache batch` as a process: killed with SIGKILL halfway, then --resume, yields the same output
+# as an uninterrupted run, byte for byte; a line that is not a payload is reported by number.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-.build/debug/attache}
+tmp=$(mktemp -d)
+passed=0 failed=0
+check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+trap 'kill $origin 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+
+port=$(free_port)
+"$bin" origin --root Samples/media --port "$port" > "$tmp/origin.log" 2>&1 &
+origin=$!
+for _ in $(seq 50); do grep -q listening "$tmp/origin.log" 2>/dev/null && break; sleep 0.1; done
+
+# 300 payloads over 60 distinct URLs, each URL 100 ms slow: a few seconds in all, 2 at a time.
+for i in $(seq 0 299); do
+  [ "$i" = 150 ] && echo "not a payload"
+  echo "{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"media-url\":\"http://127.0.0.1:$port/alpha.png?delay=100&u=$((i % 60))\",\"n\":$i}"
+done > "$tmp/in.jsonl"
+run() { "$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --concurrency 2 "$@" 2>> "$tmp/batch.log"; }
+
+run --output "$tmp/whole.jsonl"
+check "uninterrupted batch exits 0" "[ $? -eq 0 ]"
+check "300 payloads out" "[ \$(wc -l < $tmp/whole.jsonl) -eq 300 ]"
+check "the rejected line is reported as line 151" "grep -q '{\"line\":151,.*\"outcome\":\"rejected\"' $tmp/whole.jsonl.report.jsonl"
+
+# The process itself, not a subshell around it, gets the SIGKILL.
+"$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --concurrency 2 \
+  --output "$tmp/cut.jsonl" 2>> "$tmp/batch.log" &
+pid=$!
+sleep 1.5
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+done_before=$(wc -l < "$tmp/cut.jsonl.report.jsonl")
+check "the kill came halfway ($done_before of 301 done)" "[ $done_before -gt 0 ] && [ $done_before -lt 301 ]"
+run --output "$tmp/cut.jsonl" --resume
+check "resume exits 0" "[ $? -eq 0 ]"
+check "resumed output equals the uninterrupted one, byte for byte" "cmp -s $tmp/whole.jsonl $tmp/cut.jsonl"
+check "one ledger line per input line" "[ \$(wc -l < $tmp/cut.jsonl.report.jsonl) -eq 301 ]"
+check "no half line anywhere" "[ -z \"\$(tail -c1 $tmp/cut.jsonl | tr -d '\n')\" ]"
+echo "batch: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
