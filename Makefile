@@ -54,6 +54,7 @@ bench: bench-deps build
 	Benchmarks/fetch.sh $(RELEASE_BIN)
 	Benchmarks/poster.sh $(RELEASE_BIN)
 	Benchmarks/serve.sh $(RELEASE_BIN)
+	Benchmarks/batch.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build attache-media

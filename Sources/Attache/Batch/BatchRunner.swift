@@ -94,24 +94,14 @@ public struct BatchRunner: Sendable {
         var lastProgress = ContinuousClock.now
 
         let pending = Array(items.dropFirst(state.done))
-        let enrichment = self.enrichment
         try await withThrowingTaskGroup(of: (Int, Answer).self) { group in
             var next = 0
             var ready: [Int: Answer] = [:]
             var written = 0
-            func launch() {
-                guard next < pending.count else { return }
-                let index = next, item = pending[index]
+            while next < min(configuration.concurrency, pending.count) {
+                group.addTask(operation: Self.enrich(pending[next], index: next, with: enrichment))
                 next += 1
-                group.addTask {
-                    do throws(PayloadError) {
-                        return (index, .emitted(try await enrichment.enrich(item.bytes, identifier: item.name)))
-                    } catch {
-                        return (index, .rejected(error))
-                    }
-                }
             }
-            for _ in 0..<configuration.concurrency { launch() }
             while let (index, answer) = try await group.next() {
                 ready[index] = answer
                 while let answer = ready.removeValue(forKey: written) {
@@ -120,7 +110,10 @@ public struct BatchRunner: Sendable {
                     state.done += 1
                     written += 1
                 }
-                launch()
+                if next < pending.count {
+                    group.addTask(operation: Self.enrich(pending[next], index: next, with: enrichment))
+                    next += 1
+                }
                 let now = ContinuousClock.now
                 if now - lastProgress >= .milliseconds(200) {
                     state.elapsed = start.duration(to: now)
@@ -132,6 +125,16 @@ public struct BatchRunner: Sendable {
         state.elapsed = start.duration(to: .now)
         progress(state)
         return state
+    }
+
+    private static func enrich(_ item: BatchItem, index: Int, with enrichment: Enrichment) -> @Sendable () async -> (Int, Answer) {
+        {
+            do throws(PayloadError) {
+                return (index, .emitted(try await enrichment.enrich(item.bytes, identifier: item.name)))
+            } catch {
+                return (index, .rejected(error))
+            }
+        }
     }
 
     /// Writes one answer: the payload (output), then its ledger line (report), so a crash between
