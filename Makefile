@@ -48,6 +48,10 @@ test: deps
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
+	# What ships is the release build: the command-line and batch checks run against it too.
+	$(SWIFT) build -c release --product attache
+	Tests/cli/run.sh $(RELEASE_BIN)
+	Tests/cli/batch.sh $(RELEASE_BIN)
 
 bench: bench-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)

@@ -87,7 +87,14 @@ public struct ExtensionRuntime: Sendable {
                 // Best attempt is taken before cancelling, while the extension can still answer.
                 let best = ext.serviceExtensionTimeWillExpire()
                 group.cancelAll()
-                return best.map { .finished(ExtensionResult(content: $0.content, outcome: .fallback, reason: .timeout, attachments: $0.attachments)) } ?? .deadline
+                // The group waits for the cancelled extension anyway; its final reports say where
+                // each unfinished attachment had got to (what a timeline draws).
+                var reports = best?.attachments ?? []
+                if case .finished(let wound)? = await group.next() {
+                    reports = Self.merge(snapshot: best?.attachments, final: wound.attachments)
+                }
+                guard let best else { return .finished(ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout, attachments: reports)) }
+                return .finished(ExtensionResult(content: best.content, outcome: .fallback, reason: .timeout, attachments: reports))
             }
             group.cancelAll()
             return first
@@ -120,6 +127,20 @@ public struct ExtensionRuntime: Sendable {
                 return emit(payload.original, .fallback, .payloadTooLarge, result.attachments, start: start)
             }
             return emit(encoded, result.outcome, result.reason, result.attachments, start: start)
+        }
+    }
+
+    /// Reports after the wind-down, except that what was not attached at the deadline stays a
+    /// timeout even if it finished while the extension was being cancelled.
+    static func merge(snapshot: [AttachmentReport]?, final: [AttachmentReport]) -> [AttachmentReport] {
+        final.enumerated().map { i, report in
+            var report = report
+            let attachedInTime = snapshot.map { i < $0.count && $0[i].outcome == "attached" } ?? false
+            if !attachedInTime && report.outcome != "failed" {
+                report.outcome = "failed"
+                report.reason = .timeout
+            }
+            return report
         }
     }
 

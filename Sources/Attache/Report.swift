@@ -94,6 +94,15 @@ public struct EnrichReport: Sendable {
     public var payloadBytes: Int
     public var attachments: [AttachmentReport]
 
+    public init(outcome: Outcome, reason: Reason?, elapsedMs: Double, deadlineMs: Double, payloadBytes: Int, attachments: [AttachmentReport]) {
+        self.outcome = outcome
+        self.reason = reason
+        self.elapsedMs = elapsedMs
+        self.deadlineMs = deadlineMs
+        self.payloadBytes = payloadBytes
+        self.attachments = attachments
+    }
+
     public var json: JSONValue {
         .object(JSONObject([
             "outcome": .string(outcome.rawValue),
