@@ -244,13 +244,16 @@ final class CurlTransfer: @unchecked Sendable {
         ))
     }
 
+    /// The deadline passed while the transfer was still running.
+    func timeoutError() -> FetchError {
+        FetchError(.timeout, "deadline reached during transfer", status: lastStatus == 0 ? nil : lastStatus)
+    }
+
     private func translate(_ code: CURLcode) -> FetchError {
         let message = String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            if ContinuousClock.now >= deadline - .milliseconds(5) {
-                return FetchError(.timeout, "deadline reached during transfer", status: lastStatus)
-            }
+            if ContinuousClock.now >= deadline - .milliseconds(5) { return timeoutError() }
             return FetchError(.fetchFailed, "transfer too slow: \(message)", status: lastStatus)
         case CURLE_FILESIZE_EXCEEDED:
             return FetchError(.tooLarge, message, status: lastStatus)
@@ -402,7 +405,7 @@ final class CurlMulti {
         let now = ContinuousClock.now
         guard let earliest = earliestDeadline, earliest < now else { return }
         for transfer in active.values where transfer.deadline < now {
-            remove(id: transfer.id, with: FetchError(.timeout, "deadline reached during transfer"))
+            remove(id: transfer.id, with: transfer.timeoutError())
         }
     }
 

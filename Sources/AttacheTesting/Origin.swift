@@ -15,8 +15,12 @@ public final class Origin: Sendable {
         public var root: String?
         /// Files served from memory, by path (`/cat.jpg`); they win over `root`.
         public var files: [String: [UInt8]]
+        /// Faults by path (`/slow.jpg` → `["delay": "2000"]`), applied under the request's own query.
+        public var faults: [String: [String: String]]
 
-        public init(host: String = "127.0.0.1", port: Int = 0, root: String? = nil, files: [String: [UInt8]] = [:]) {
+        public init(host: String = "127.0.0.1", port: Int = 0, root: String? = nil, files: [String: [UInt8]] = [:],
+                    faults: [String: [String: String]] = [:]) {
+            self.faults = faults
             self.host = host
             self.port = port
             self.root = root
@@ -123,6 +127,11 @@ public final class Origin: Sendable {
             $0.stats.requests += 1
             $0.stats.requestsByPath[path, default: 0] += 1
         }
+    }
+
+    /// The path's configured faults, overridden by the request's query.
+    func fault(path: String, query: [String: String]) -> OriginFault {
+        OriginFault(query: (configuration.faults[path] ?? [:]).merging(query) { $1 })
     }
 
     func file(at path: String) -> [UInt8]? {

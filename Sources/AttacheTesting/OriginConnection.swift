@@ -68,7 +68,7 @@ struct OriginConnection {
 
     /// Returns false when the connection must close.
     private func respond(to request: Request) -> Bool {
-        let fault = OriginFault(query: request.query)
+        let fault = origin.fault(path: request.path, query: request.query)
         if fault.hang {
             waitUntilStopped(maxMs: 600_000)
             return false

@@ -1,4 +1,5 @@
-/// What the origin does wrong, chosen per request by query parameters (`?delay=500&rate=2048`):
+/// What the origin does wrong, chosen per request by query parameters (`?delay=500&rate=2048`),
+/// or per path by a config (`attache origin --faults FILE`: `{"/slow.jpg": "delay=2000&rate=4096"}`):
 ///
 /// | parameter | effect |
 /// |---|---|
@@ -56,5 +57,17 @@ public struct OriginFault: Sendable, Equatable {
         redirects = query["redirect"].flatMap(Int.init) ?? 0
         location = query["location"]
         encoding = query["encoding"]
+    }
+}
+
+extension OriginFault {
+    /// `delay=500&rate=2048` → `["delay": "500", "rate": "2048"]`.
+    public static func parameters(_ query: String) -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            out[String(kv[0])] = kv.count == 2 ? String(kv[1]) : ""
+        }
+        return out
     }
 }

@@ -84,6 +84,20 @@ import Testing
         #expect(reason(await fetch(engine, origin.url("/small.bin?endless=1&rate=1000000"), deadline: .milliseconds(300))) == "timeout")
     }
 
+    @Test func faultsCanBeConfiguredByPath() async throws {
+        let configured = try Origin(configuration: .init(files: ["/a.bin": [1, 2, 3]], faults: ["/a.bin": ["status": "503"]]))
+        let engine = try engine()
+        defer { engine.shutdown(); configured.stop(); origin.stop() }
+        guard case .failure(let error) = await fetch(engine, configured.url("/a.bin")) else {
+            Issue.record("the configured fault was not applied")
+            return
+        }
+        #expect(error.status == 503)
+        // The request's own query wins over the configuration.
+        #expect(try await fetch(engine, configured.url("/a.bin?status=200")).get().bytes == 3)
+        #expect(OriginFault.parameters("delay=5&stall=1") == ["delay": "5", "stall": "1"])
+    }
+
     @Test func parsesEveryParameter() {
         let f = OriginFault(query: [
             "delay": "5", "status": "418", "type": "x/y", "rate": "7", "stall": "1", "hang": "1", "truncate": "3",

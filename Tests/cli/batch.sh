@@ -32,7 +32,7 @@ check "the rejected line is reported as line 151" "grep -q '{\"line\":151,.*\"ou
   --output "$tmp/cut.jsonl" 2>> "$tmp/batch.log" &
 pid=$!
 sleep 1.5
-kill -9 "$pid" 2>/dev/null
+kill -9 "$pid" 2>/dev/null  # bash reports this job as "Killed": that is the test's own SIGKILL
 wait "$pid" 2>/dev/null
 done_before=$(wc -l < "$tmp/cut.jsonl.report.jsonl")
 check "the kill came halfway ($done_before of 301 done)" "[ $done_before -gt 0 ] && [ $done_before -lt 301 ]"

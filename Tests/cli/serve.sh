@@ -19,6 +19,11 @@ sport=$(free_port)
 server=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
 
+# A chunked body over 64 KiB is refused while it is read.
+head -c 70000 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' > "$tmp/big.json"
+code=$(curl -s -o /dev/null -w "%{http_code}" -H "Transfer-Encoding: chunked" --data-binary @"$tmp/big.json" "http://127.0.0.1:$sport/v1/enrich")
+check "a chunked body over 64 KiB is 413 (got $code)" "[ $code -eq 413 ]"
+
 # Each request's media takes 1 s to arrive (16 connections to the origin, so up to 4 s in all); the
 # deadline is 6 s: all 50 are in flight at SIGTERM, and all 50 still finish.
 for i in $(seq 50); do
