@@ -2,12 +2,7 @@
 # `attache batch` as a process: killed with SIGKILL halfway, then --resume, yields the same output
 # as an uninterrupted run, byte for byte; a line that is not a payload is reported by number.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-bin=${1:-.build/debug/attache}
-tmp=$(mktemp -d)
-passed=0 failed=0
-check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source "$(dirname "$0")/lib.sh"
 trap 'kill $origin 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 
 port=$(free_port)
@@ -41,5 +36,4 @@ check "resume exits 0" "[ $? -eq 0 ]"
 check "resumed output equals the uninterrupted one, byte for byte" "cmp -s $tmp/whole.jsonl $tmp/cut.jsonl"
 check "one ledger line per input line" "[ \$(wc -l < $tmp/cut.jsonl.report.jsonl) -eq 301 ]"
 check "no half line anywhere" "[ -z \"\$(tail -c1 $tmp/cut.jsonl | tr -d '\n')\" ]"
-echo "batch: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish batch

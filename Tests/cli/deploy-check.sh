@@ -3,9 +3,8 @@
 # file against the Compose Specification's JSON schema (when ../shared/schemas has it), and the
 # Dockerfile's build step against the Makefile target it names.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-passed=0 failed=0
-check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
+source "$(dirname "$0")/lib.sh"
+trap 'rm -rf "$tmp"' EXIT
 
 schema=../shared/schemas/compose-spec.json
 if [ -f "$schema" ]; then
@@ -24,5 +23,4 @@ for target in $(sed -n 's/^RUN make \([a-z-]*\).*/\1/p' Dockerfile); do
 done
 check "Dockerfile runs a make target" "grep -q '^RUN make ' Dockerfile"
 check "the image runs the serve command" "grep -q '\"serve\"' Dockerfile"
-echo "deploy: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish deploy

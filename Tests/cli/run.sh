@@ -2,13 +2,7 @@
 # Command-line contract of `attache enrich`: stdout carries only the payload, exit 0 whenever a
 # payload was emitted, exit 2 with one line for input that is not a payload.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-bin=${1:-.build/debug/attache}
-passed=0 failed=0
-check() {  # name, condition
-  if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
-tmp=$(mktemp -d)
+source "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$tmp"' EXIT
 
 # Passthrough: byte for byte, exit 0, nothing else on stdout.
@@ -45,5 +39,4 @@ check "bad --deadline exits 64" "[ $? -eq 64 ]"
 "$bin" enrich Samples/payloads/fcm.json --allow-address 10.0.0.0/99 > /dev/null 2>&1
 check "bad --allow-address exits 64" "[ $? -eq 64 ]"
 
-echo "cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish cli

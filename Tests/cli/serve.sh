@@ -2,12 +2,7 @@
 # `attache serve` as a process: SIGTERM while 50 slow requests are in flight answers all 50, then
 # the process exits 0. Traffic stays on 127.0.0.1.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-bin=${1:-.build/debug/attache}
-tmp=$(mktemp -d)
-passed=0 failed=0
-check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source "$(dirname "$0")/lib.sh"
 cleanup() { kill "$origin" "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
@@ -42,5 +37,4 @@ check "serve exits 0 after SIGTERM (got $code)" "[ $code -eq 0 ]"
 check "all 50 in-flight requests answered 200 (got $ok)" "[ $ok -eq 50 ]"
 check "and enriched, not cut short (got $enriched)" "[ $enriched -eq 50 ]"
 check "no new connections after shutdown" "! curl -s -o /dev/null --max-time 1 http://127.0.0.1:$sport/healthz"
-echo "serve: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish serve

@@ -1,0 +1,14 @@
+# Shared by the scripts in Tests/cli: run from the repository root, count checks, pick ports.
+cd "$(dirname "$0")/../.."
+bin=${1:-.build/debug/attache}
+tmp=$(mktemp -d)
+passed=0 failed=0
+check() {  # name, condition (evaluated)
+  if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# Prints "<name>: N passed, N failed" and exits non-zero when a check failed.
+finish() {
+  echo "$1: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
