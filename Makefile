@@ -11,7 +11,7 @@ BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 RELEASE_BIN := .build/release/attache
 DEBUG_BIN := .build/debug/attache
 
-.PHONY: deps bench-deps build build-static demo test bench clean
+.PHONY: deps bench-deps build build-static demo test bench fuzz clean
 
 define apt_install
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -52,6 +52,11 @@ test: deps
 	$(SWIFT) build -c release --product attache
 	Tests/cli/run.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
+	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
+
+# Longer mutation fuzzing (not part of make test): FUZZ_CASES and FUZZ_SEED choose how much and which.
+fuzz: build
+	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $${FUZZ_SEED:-$$RANDOM}
 
 bench: bench-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)
