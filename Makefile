@@ -5,13 +5,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Build and run: the C libraries Attache links (declared as providers in Package.swift too).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
 	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+# Tests: the process checks talk to the service with curl and pick ports and fuzz with Python.
+TEST_PACKAGES := curl python3 python3-jsonschema python3-yaml
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 
 RELEASE_BIN := .build/release/attache
 DEBUG_BIN := .build/debug/attache
 
-.PHONY: deps bench-deps build build-static demo test bench fuzz clean
+.PHONY: deps test-deps bench-deps build build-static demo test bench fuzz clean
 
 define apt_install
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -23,6 +25,9 @@ endef
 
 deps:
 	$(call apt_install,$(APT_PACKAGES))
+
+test-deps: deps
+	$(call apt_install,$(TEST_PACKAGES))
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -40,7 +45,7 @@ demo: build
 
 # Suites named *Deadline* assert wall-clock bounds (20 ms after a deadline): they run after the
 # rest, one test at a time, so the other suites' CPU work cannot skew them on a 2-core machine.
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip Deadline
 	$(SWIFT) test --filter Deadline --no-parallel
