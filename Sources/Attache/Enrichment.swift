@@ -20,6 +20,8 @@ public struct EnrichmentOptions: Sendable {
     public var posterMode: PosterMode = .fast
     /// A result cache shared by every payload this enrichment handles (nil: none).
     public var cache: MediaCache.Configuration?
+    /// An HTTP proxy for media fetches; proxy environment variables are never used.
+    public var proxy: String?
     /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
     public var maxMediaJobs = 32
 
@@ -34,7 +36,8 @@ public struct Enrichment: Sendable {
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
         let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL)
         let engine = try FetchEngine(
-            configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), tempDirectory: store.directory),
+            configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
+                                 tempDirectory: store.directory),
             logger: logger
         )
         let configuration = EnrichConfiguration(

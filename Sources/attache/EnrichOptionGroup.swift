@@ -2,6 +2,9 @@ import ArgumentParser
 import Attache
 import AttacheFetch
 import AttacheMedia
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The options every command that enriches shares (`enrich`, `batch`, `timeline`).
 struct EnrichOptionGroup: ParsableArguments {
@@ -19,6 +22,9 @@ struct EnrichOptionGroup: ParsableArguments {
 
     @Option(help: "Allow connections to this network (CIDR); repeatable. Nothing private or loopback is allowed by default. Also ATTACHE_ALLOW_ADDRESSES.", transform: parseCIDR)
     var allowAddress: [CIDR] = []
+
+    @Option(help: "HTTP proxy for media fetches (proxy environment variables are ignored). Also ATTACHE_PROXY.")
+    var proxy: String?
 
     @Option(help: "Longest edge of thumbnails, in pixels.")
     var thumbnailSize: Int = 320
@@ -56,6 +62,7 @@ struct EnrichOptionGroup: ParsableArguments {
         options.mediaDirectory = mediaDir
         options.publicBaseURL = publicBaseURL
         options.allowedAddresses = allowAddress + (try environmentAllowances())
+        options.proxy = proxy ?? getenv("ATTACHE_PROXY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
         options.thumbnailSize = thumbnailSize
         options.displaySize = displaySize
         options.maxPayloadBytes = maxPayloadBytes

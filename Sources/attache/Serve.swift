@@ -62,6 +62,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Media fetched and rendered at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
     var maxMediaJobs: Int?
 
+    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored.")
+    var proxy: String?
+
     @Option(help: "Thumbnail longest edge.")
     var thumbnailSize: Int = 320
 
@@ -117,6 +120,7 @@ struct Serve: AsyncParsableCommand {
         options.displaySize = displaySize
         options.maxPayloadBytes = maxPayloadBytes
         options.posterMode = poster
+        options.proxy = proxy ?? env("ATTACHE_PROXY")
         options.maxMediaJobs = maxMediaJobs ?? env("ATTACHE_MAX_MEDIA_JOBS").flatMap(Int.init) ?? options.maxMediaJobs
         let ttl = try cacheTTL ?? env("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
         if ttl > .zero {

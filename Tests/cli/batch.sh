@@ -10,6 +10,12 @@ port=$(free_port)
 origin=$!
 for _ in $(seq 50); do grep -q listening "$tmp/origin.log" 2>/dev/null && break; sleep 0.1; done
 
+# Proxy variables in the environment are ignored (port 9 on loopback would refuse the connection).
+echo "{\"aps\":{\"alert\":\"p\",\"mutable-content\":1},\"media-url\":\"http://127.0.0.1:$port/alpha.png\"}" \
+  | http_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
+    "$bin" enrich - --allow-address 127.0.0.1/32 --media-dir "$tmp/media" > "$tmp/proxied.json" 2>/dev/null
+check "proxy environment variables are ignored" "grep -q '\"attachments\"' $tmp/proxied.json"
+
 # 300 payloads over 60 distinct URLs, each URL 100 ms slow: a few seconds in all, 2 at a time.
 for i in $(seq 0 299); do
   [ "$i" = 150 ] && echo "not a payload"
