@@ -39,10 +39,8 @@ import TitleRewriter
     }
 
     @Test func theSweepFindsTheFlipPointWithinOneStep() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         // The image arrives 400 ms after it is asked for.
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png?delay=400"}"#)
         let step = Duration.milliseconds(100)

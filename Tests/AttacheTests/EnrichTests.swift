@@ -12,10 +12,8 @@ import Testing
         ("generic.json", ["public.png"]),
     ])
     func everyDialectIsEnriched(_ name: String, _ types: [String]) async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let input = h.sample(name)
         let emission = try await e.enrich(input)
         #expect(emission.outcome == .enriched)
@@ -35,10 +33,8 @@ import Testing
     }
 
     @Test func airshipContentAndOptionsGoIntoThePayload() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let out = try json(try await e.enrich(h.sample("airship.json")).bytes)
         let alert = out["aps"]?.objectValue?["alert"]?.objectValue
         #expect(alert?["title"]?.stringValue == "Airship title")
@@ -50,10 +46,8 @@ import Testing
     }
 
     @Test func passthroughIsByteIdentical() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         for name in ["passthrough-not-mutable.json", "passthrough-no-media.json"] {
             let input = h.sample(name)
             let emission = try await e.enrich(input)
@@ -72,10 +66,8 @@ import Testing
         ("fallback-address-denied.json", .addressDenied), ("fallback-key-conflict.json", .keyConflict),
     ])
     func fallbackIsByteIdentical(_ name: String, _ reason: Reason) async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let input = h.sample(name)
         let emission = try await e.enrich(input)
         #expect(emission.outcome == .fallback)
@@ -84,19 +76,15 @@ import Testing
     }
 
     @Test func keyConflictFetchesNothing() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         _ = try await e.enrich(h.sample("fallback-key-conflict.json"))
         #expect(h.origin.statistics.requests == 0)
     }
 
     @Test func partialWhenSomeMediaFails() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let emission = try await e.enrich(h.sample("partial.json"))
         #expect(emission.outcome == .partial)
         #expect(emission.reason == .unsupportedType)
@@ -140,10 +128,8 @@ import Testing
     }
 
     @Test func storedNamesAreContentHashes() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         _ = try await e.enrich(h.sample("clevertap.json"))  // progressive.jpg is under the display size: stored as is
         let original = Fixtures.bytes("progressive.jpg")
         let stored = try #require(listDirectory(h.mediaDirectory).first { Fixtures.bytes($0, in: h.mediaDirectory) == original })
@@ -151,20 +137,16 @@ import Testing
     }
 
     @Test func notAPayloadIsAnError() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         for bad in ["[1,2]", "\"text\"", "{", ""] {
             await #expect(throws: PayloadError.self) { try await e.enrich(Array(bad.utf8)) }
         }
     }
 
     @Test func reportHasStagesForEachAttachment() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let emission = try await e.enrich(h.sample("fcm.json"))
         let report = try #require(emission.report.json.objectValue)
         #expect(report["outcome"]?.stringValue == "enriched")
@@ -185,10 +167,8 @@ import Testing
 
 @Suite struct MovieEnrichTests {
     @Test func aClipIsAttachedWithItsPosterFrame() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let emission = try await e.enrich(h.sample("airship-video.json"))
         #expect(emission.outcome == .enriched)
         let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
@@ -200,10 +180,8 @@ import Testing
     }
 
     @Test func aSoundIsAttachedWithoutAThumbnail() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let emission = try await e.enrich(h.sample("clevertap-audio.json"))
         #expect(emission.outcome == .enriched)
         let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
@@ -213,10 +191,8 @@ import Testing
 
     @Test(arguments: ["fallback-webm.json", "fallback-playlist.json"])
     func refusedMoviesFallBack(_ name: String) async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment()
-        defer { e.shutdown() }
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
         let input = h.sample(name)
         let emission = try await e.enrich(input)
         #expect(emission.bytes == input)

@@ -37,6 +37,17 @@ struct Harness {
     func stop() {
         origin.stop()
     }
+
+    /// A harness and its enrichment; stop both with `stop(e)`.
+    static func started(_ tweak: (inout EnrichmentOptions) -> Void = { _ in }) throws -> (Harness, Enrichment) {
+        let h = try Harness()
+        return (h, try h.enrichment(tweak))
+    }
+
+    func stop(_ enrichment: Enrichment) {
+        enrichment.shutdown()
+        origin.stop()
+    }
 }
 
 
