@@ -56,7 +56,7 @@ let package = Package(
         ),
         .target(name: "AttacheSupport", swiftSettings: strict),
         .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
-        .target(name: "AttacheStore", swiftSettings: strict),
+        .target(name: "AttacheStore", dependencies: ["AttacheSupport"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [

@@ -1,3 +1,4 @@
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -43,11 +44,11 @@ public final class FetchedBody: @unchecked Sendable {
         }
         if fd < 0 {
             guard openTempFile() else { return false }
-            let ok = memory.withUnsafeBytes { writeAll($0) }
+            let ok = memory.withUnsafeBytes { writeAll(fd: fd, $0) }
             memory = []
             guard ok else { return false }
         }
-        return writeAll(pointer)
+        return writeAll(fd: fd, pointer)
     }
 
     private func openTempFile() -> Bool {
@@ -56,17 +57,6 @@ public final class FetchedBody: @unchecked Sendable {
         guard descriptor >= 0 else { return false }
         fd = descriptor
         path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return true
-    }
-
-    private func writeAll(_ buffer: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < buffer.count {
-            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
         return true
     }
 
@@ -81,20 +71,9 @@ public final class FetchedBody: @unchecked Sendable {
     /// The whole body as bytes (reads the temp file when there is one).
     public func readAll() throws -> [UInt8] {
         guard let path else { return memory }
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { throw FetchError(.fetchFailed, "temp file vanished") }
-        defer { close(descriptor) }
-        var out = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        try out.withUnsafeMutableBytes { buffer in
-            while offset < count {
-                let n = read(descriptor, buffer.baseAddress! + offset, count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw FetchError(.fetchFailed, "temp file shorter than received") }
-                offset += n
-            }
-        }
-        return out
+        guard let bytes = try? readFile(path) else { throw FetchError(.fetchFailed, "temp file vanished") }
+        guard bytes.count == count else { throw FetchError(.fetchFailed, "temp file shorter than received") }
+        return bytes
     }
 
     deinit {

@@ -12,11 +12,6 @@ public struct Payload: Sendable {
         self.root = root
     }
 
-    public init(root: JSONObject) {
-        self.root = root
-        self.original = JSONWriter.bytes(.object(root))
-    }
-
     public var aps: JSONObject? { root["aps"]?.objectValue }
 
     /// Only the number `aps.mutable-content: 1` asks to be modified (as on iOS).
@@ -36,8 +31,6 @@ public struct Payload: Sendable {
         default: return false
         }
     }
-
-    public var bytes: [UInt8] { JSONWriter.bytes(.object(root)) }
 }
 
 extension JSONObject {

@@ -1,3 +1,4 @@
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,24 +54,9 @@ public struct FileStore: MediaStore {
         let name = "\(SHA256.hex(bytes)).\(fileExtension)"
         let path = "\(directory)/\(name)"
         if access(path, F_OK) != 0 {
-            var template = Array("\(directory)/.tmp-XXXXXX".utf8CString)
-            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            guard fd >= 0 else { throw StoreError("cannot create a file in \(directory)") }
-            let temp = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            var ok = true
-            bytes.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { ok = false; break }
-                    offset += n
-                }
-            }
-            fchmod(fd, 0o644)
-            ok = close(fd) == 0 && ok
-            guard ok, rename(temp, path) == 0 else {
-                unlink(temp)
+            do {
+                try writeFileAtomically(path, bytes)
+            } catch {
                 throw StoreError("cannot write \(path)")
             }
         }

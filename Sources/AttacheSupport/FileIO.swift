@@ -2,6 +2,7 @@
 import Glibc
 #endif
 
+/// A file could not be read or written.
 public struct FileReadError: Error, CustomStringConvertible {
     public let description: String
     public init(description: String) {
@@ -43,4 +44,33 @@ public func readFile(_ path: String) throws -> [UInt8] {
     guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
     return try readAll(fd: fd, name: path)
+}
+
+/// Writes all of `buffer`, retrying short writes and EINTR; false when the descriptor fails.
+public func writeAll(fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
+    var offset = 0
+    while offset < buffer.count {
+        let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return false }
+        offset += n
+    }
+    return true
+}
+
+/// A whole file written under a temp name in the same directory and renamed into place, so a
+/// reader (or a resumed batch) never sees part of it. Mode 0644.
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws {
+    let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    var template = Array("\(directory)/.tmp-XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { throw FileReadError(description: "cannot create a file in \(directory)") }
+    let temp = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
+    fchmod(fd, 0o644)
+    let closed = close(fd) == 0
+    guard written, closed, rename(temp, path) == 0 else {
+        unlink(temp)
+        throw FileReadError(description: "cannot write \(path)")
+    }
 }

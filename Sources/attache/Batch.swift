@@ -52,11 +52,7 @@ struct Batch: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
-            return handler
-        }
+        bootstrapLogging(level: .warning)
         var options = try enrich.options()
         // One batch, one cache: a URL named by a thousand payloads is fetched once.
         options.cache = MediaCache.Configuration(timeToLive: .seconds(86_400), maxEntries: 1_000_000)

@@ -31,11 +31,7 @@ struct Enrich: AsyncParsableCommand {
     var summary = false
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .notice
-            return handler
-        }
+        bootstrapLogging(level: .notice)
         let input: [UInt8]
         do {
             input = try readInput(file)
@@ -80,7 +76,7 @@ func parseCIDR(_ text: String) throws -> CIDR {
 }
 
 func environmentAllowances() throws -> [CIDR] {
-    guard let raw = getenv("ATTACHE_ALLOW_ADDRESSES") else { return [] }
-    return try String(cString: raw).split(separator: ",").map { try parseCIDR(String($0.filter { $0 != " " })) }
+    guard let raw = environment("ATTACHE_ALLOW_ADDRESSES") else { return [] }
+    return try raw.split(separator: ",").map { try parseCIDR(String($0.filter { $0 != " " })) }
 }
 

@@ -2,9 +2,6 @@ import ArgumentParser
 import Attache
 import AttacheFetch
 import AttacheMedia
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The options every command that enriches shares (`enrich`, `batch`, `timeline`).
 struct EnrichOptionGroup: ParsableArguments {
@@ -62,7 +59,7 @@ struct EnrichOptionGroup: ParsableArguments {
         options.mediaDirectory = mediaDir
         options.publicBaseURL = publicBaseURL
         options.allowedAddresses = allowAddress + (try environmentAllowances())
-        options.proxy = proxy ?? getenv("ATTACHE_PROXY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        options.proxy = proxy ?? environment("ATTACHE_PROXY")
         options.thumbnailSize = thumbnailSize
         options.displaySize = displaySize
         options.maxPayloadBytes = maxPayloadBytes

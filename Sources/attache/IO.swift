@@ -1,35 +1,41 @@
 import AttacheSupport
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
-
-struct IOError: Error, CustomStringConvertible {
-    let description: String
-}
 
 /// Reads a whole file, or standard input for "-".
 func readInput(_ path: String) throws -> [UInt8] {
     path == "-" ? try readAll(fd: STDIN_FILENO, name: "standard input") : try readFile(path)
 }
 
-private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return false }
-        offset += n
-    }
-    return true
-}
-
-func writeStdout(_ bytes: [UInt8]) { _ = writeAll(STDOUT_FILENO, bytes) }
-func writeStderr(_ bytes: [UInt8]) { _ = writeAll(STDERR_FILENO, bytes) }
+func writeStdout(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDOUT_FILENO, $0) } }
+func writeStderr(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDERR_FILENO, $0) } }
 func printError(_ line: String) { writeStderr(Array((line + "\n").utf8)) }
 
+/// Writes a file the user named (which may be /dev/stdout or a pipe, so not via a rename).
 func writeFile(_ path: String, _ bytes: [UInt8]) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    guard fd >= 0, writeAll(fd, bytes), close(fd) == 0 else {
-        throw IOError(description: "cannot write \(path)")
+    guard fd >= 0 else { throw FileReadError(description: "cannot write \(path)") }
+    let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
+    guard close(fd) == 0, written else { throw FileReadError(description: "cannot write \(path)") }
+}
+
+/// An environment variable, nil when unset or empty.
+func environment(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+}
+
+/// Logs on stderr (stdout carries payloads): text at `level`, or JSON lines for log shippers.
+func bootstrapLogging(level: Logger.Level, json: Bool = false) {
+    LoggingSystem.bootstrap { label -> any LogHandler in
+        if json {
+            var handler = JSONLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
     }
 }

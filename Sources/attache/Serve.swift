@@ -82,18 +82,9 @@ struct Serve: AsyncParsableCommand {
 
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
-    func env(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-    }
-
     func run() async throws {
-        let format = logFormat ?? env("ATTACHE_LOG_FORMAT").flatMap(LogFormat.init) ?? .text
-        LoggingSystem.bootstrap { label -> any LogHandler in
-            if format == .json { return JSONLogHandler(label: label) }
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
-        }
+        let format = logFormat ?? environment("ATTACHE_LOG_FORMAT").flatMap(LogFormat.init) ?? .text
+        bootstrapLogging(level: .info, json: format == .json)
         // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
         // glibc would otherwise raise its threshold after the first frees and keep them in
         // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
@@ -103,16 +94,16 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
         var server = ServerConfiguration()
-        server.host = host ?? env("ATTACHE_HOST") ?? server.host
-        server.port = try port ?? env("ATTACHE_PORT").map { guard let p = Int($0) else { throw ValidationError("ATTACHE_PORT is not a number") }; return p } ?? server.port
-        server.defaultDeadline = try deadline ?? env("ATTACHE_DEADLINE").map(parseDuration) ?? server.defaultDeadline
-        server.maxInFlight = maxInFlight ?? env("ATTACHE_MAX_IN_FLIGHT").flatMap(Int.init) ?? server.maxInFlight
-        server.tokens = token + (env("ATTACHE_TOKENS")?.split(separator: ",").map(String.init) ?? [])
-        server.mediaDirectory = mediaDir ?? env("ATTACHE_MEDIA_DIR") ?? server.mediaDirectory
+        server.host = host ?? environment("ATTACHE_HOST") ?? server.host
+        server.port = try port ?? environment("ATTACHE_PORT").map { guard let p = Int($0) else { throw ValidationError("ATTACHE_PORT is not a number") }; return p } ?? server.port
+        server.defaultDeadline = try deadline ?? environment("ATTACHE_DEADLINE").map(parseDuration) ?? server.defaultDeadline
+        server.maxInFlight = maxInFlight ?? environment("ATTACHE_MAX_IN_FLIGHT").flatMap(Int.init) ?? server.maxInFlight
+        server.tokens = token + (environment("ATTACHE_TOKENS")?.split(separator: ",").map(String.init) ?? [])
+        server.mediaDirectory = mediaDir ?? environment("ATTACHE_MEDIA_DIR") ?? server.mediaDirectory
 
         var options = EnrichmentOptions()
         options.mediaDirectory = server.mediaDirectory
-        options.publicBaseURL = publicBaseURL ?? env("ATTACHE_PUBLIC_BASE_URL")
+        options.publicBaseURL = publicBaseURL ?? environment("ATTACHE_PUBLIC_BASE_URL")
         options.allowedAddresses = allowAddress + (try environmentAllowances())
         options.deadline = server.defaultDeadline
         options.onTimeout = onTimeout
@@ -120,11 +111,11 @@ struct Serve: AsyncParsableCommand {
         options.displaySize = displaySize
         options.maxPayloadBytes = maxPayloadBytes
         options.posterMode = poster
-        options.proxy = proxy ?? env("ATTACHE_PROXY")
-        options.maxMediaJobs = maxMediaJobs ?? env("ATTACHE_MAX_MEDIA_JOBS").flatMap(Int.init) ?? options.maxMediaJobs
-        let ttl = try cacheTTL ?? env("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
+        options.proxy = proxy ?? environment("ATTACHE_PROXY")
+        options.maxMediaJobs = maxMediaJobs ?? environment("ATTACHE_MAX_MEDIA_JOBS").flatMap(Int.init) ?? options.maxMediaJobs
+        let ttl = try cacheTTL ?? environment("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
         if ttl > .zero {
-            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: cacheEntries ?? env("ATTACHE_CACHE_ENTRIES").flatMap(Int.init) ?? 10_000)
+            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: cacheEntries ?? environment("ATTACHE_CACHE_ENTRIES").flatMap(Int.init) ?? 10_000)
         }
 
         let enrichment = try Enrichment(options: options, logger: logger)

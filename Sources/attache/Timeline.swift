@@ -35,11 +35,7 @@ struct Timeline: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
-            return handler
-        }
+        bootstrapLogging(level: .warning)
         let bytes = try readInput(file)
         let enrichment = try Enrichment(options: try enrich.options())
         defer { enrichment.shutdown() }

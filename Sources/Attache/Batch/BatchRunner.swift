@@ -146,7 +146,7 @@ public struct BatchRunner: Sendable {
         switch answer {
         case .emitted(let emission):
             if configuration.outputIsDirectory {
-                try writeWhole("\(configuration.output)/\(item.name)", emission.bytes)
+                try writeFileAtomically("\(configuration.output)/\(item.name)", emission.bytes)
             } else {
                 try output?.append(Self.oneLine(emission.bytes))
             }
@@ -187,21 +187,5 @@ public struct BatchRunner: Sendable {
         guard let entry = (try? JSONParser().parse(line))?.objectValue else { return }
         if let outcome = entry["outcome"]?.stringValue { state.outcomes[outcome, default: 0] += 1 }
         if let reason = entry["reason"]?.stringValue { state.reasons[reason, default: 0] += 1 }
-    }
-
-    /// A whole file via a temp name and a rename: a reader (or a resume) never sees half of it.
-    private func writeWhole(_ path: String, _ bytes: [UInt8]) throws {
-        let temp = path + ".partial"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw BatchError("cannot write \(temp)") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { close(fd); throw BatchError("cannot write \(temp)") }
-            offset += n
-        }
-        close(fd)
-        guard rename(temp, path) == 0 else { throw BatchError("cannot rename \(temp)") }
     }
 }

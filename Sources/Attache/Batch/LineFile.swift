@@ -33,13 +33,7 @@ final class LineFile {
 
     func append(_ line: [UInt8]) throws {
         let bytes = line + [0x0A]
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BatchError("cannot write \(path)") }
-            offset += n
-        }
+        guard bytes.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { throw BatchError("cannot write \(path)") }
     }
 
     deinit {
