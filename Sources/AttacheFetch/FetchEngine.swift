@@ -25,6 +25,10 @@ public final class FetchEngine: Sendable {
         public var maxRedirects: Int
         public var maxConnectionsPerHost: Int
         public var maxConnections: Int
+        /// Transfers per origin handed to libcurl at once; later ones wait in the engine, in
+        /// order. Above `maxConnectionsPerHost` so HTTP/2 can multiplex and a freed connection
+        /// finds its next transfer ready.
+        public var maxTransfersPerOrigin: Int
 
         public init(
             policy: AddressPolicy = AddressPolicy(),
@@ -37,7 +41,8 @@ public final class FetchEngine: Sendable {
             tempDirectory: String = "/tmp",
             maxRedirects: Int = 5,
             maxConnectionsPerHost: Int = 16,
-            maxConnections: Int = 256
+            maxConnections: Int = 256,
+            maxTransfersPerOrigin: Int = 64
         ) {
             self.policy = policy
             self.connectTimeout = connectTimeout
@@ -50,6 +55,7 @@ public final class FetchEngine: Sendable {
             self.maxRedirects = maxRedirects
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.maxConnections = maxConnections
+            self.maxTransfersPerOrigin = maxTransfersPerOrigin
         }
     }
 
@@ -100,7 +106,8 @@ public final class FetchEngine: Sendable {
         )
         multi = UncheckedMulti(try CurlMulti(
             maxConnectionsPerHost: configuration.maxConnectionsPerHost,
-            maxConnections: configuration.maxConnections
+            maxConnections: configuration.maxConnections,
+            perOriginWindow: configuration.maxTransfersPerOrigin
         ))
         for cidr in configuration.policy.allowed {
             logger.notice("address allowance in force", metadata: ["attache.fetch.allowed": "\(cidr)"])
@@ -132,11 +139,12 @@ public final class FetchEngine: Sendable {
                     guard !c.stopping else { return false }
                     c.adds.append(transfer)
                     c.inFlight += 1
+                    // One wake per batch: the engine takes every queued add when it wakes, so
+                    // only the first add after it emptied the queue needs to write to its pipe.
+                    if c.adds.count == 1 && !c.stopped { multi.multi.wakeup() }
                     return true
                 }
-                if accepted {
-                    wakeEngine()
-                } else {
+                if !accepted {
                     transfer.complete(.failure(FetchError(.fetchFailed, "fetch engine is shut down")))
                 }
             }

@@ -20,6 +20,12 @@ public struct FetchRequest: Sendable {
     public var resolve: [String]
     /// Receives the transfer's timings when it ends, however it ends (cancelled ones too).
     public var trace: FetchTrace?
+    /// The streaming form: when set, every chunk of the body is handed here as it arrives and
+    /// nothing is kept (the result's `body` is empty, its `bytes` still counts what came). It runs
+    /// on the engine's thread between socket reads, so it must be quick and never block; return
+    /// false to stop the transfer (it then fails with reason `fetch-failed`, "stopped by the
+    /// consumer"). Byte caps and the prefix inspector apply as for kept bodies.
+    public var stream: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
     public init(
         url: String,
@@ -34,6 +40,7 @@ public struct FetchRequest: Sendable {
         self.resolve = resolve
         self.inspectPrefix = inspectPrefix
         self.trace = nil
+        self.stream = nil
     }
 }
 

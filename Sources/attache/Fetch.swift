@@ -24,6 +24,9 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Connections per host.")
     var maxConnectionsPerHost: Int = 16
 
+    @Option(help: "Transfers per origin handed to libcurl at once; the rest wait in the engine, in order.")
+    var maxTransfersPerOrigin: Int = 64
+
     @Option(help: "Byte cap per transfer.")
     var maxBytes: Int = 50_000_000
 
@@ -36,7 +39,8 @@ struct Fetch: AsyncParsableCommand {
         guard !all.isEmpty else { throw ValidationError("no URLs given") }
         let engine = try FetchEngine(
             configuration: .init(policy: AddressPolicy(allowed: allowAddress + (try environmentAllowances())),
-                                 maxConnectionsPerHost: maxConnectionsPerHost),
+                                 maxConnectionsPerHost: maxConnectionsPerHost,
+                                 maxTransfersPerOrigin: maxTransfersPerOrigin),
             logger: Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })
         )
         defer { engine.shutdown() }
@@ -47,7 +51,9 @@ struct Fetch: AsyncParsableCommand {
             for url in all {
                 group.addTask {
                     do {
-                        return (try await engine.fetch(FetchRequest(url: url, maxBytes: cap), deadline: end).bytes, nil)
+                        var request = FetchRequest(url: url, maxBytes: cap)
+                        request.stream = { _ in true }  // counted and dropped as they arrive
+                        return (try await engine.fetch(request, deadline: end).bytes, nil)
                     } catch let error as FetchError {
                         return (0, error.reason)
                     } catch {

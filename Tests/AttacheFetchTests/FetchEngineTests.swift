@@ -1,4 +1,5 @@
 import AttacheTesting
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -143,6 +144,87 @@ import Glibc
             #expect(listDirectory(directory).count == 1)
         }
         #expect(listDirectory(directory).isEmpty)
+    }
+
+    @Test func theStreamingFormHandsOverEveryByteAndKeepsNone() async throws {
+        let engine = try engine(memoryThreshold: 1024)
+        defer { engine.shutdown(); origin.stop() }
+        let seen = Mutex<[UInt8]>([])
+        var request = FetchRequest(url: origin.url("/media.bin"))
+        request.stream = { chunk in
+            seen.withLock { $0.append(contentsOf: chunk) }
+            return true
+        }
+        let result = try await engine.fetch(request, deadline: .now + .seconds(5))
+        #expect(seen.withLock { $0 } == Self.body)
+        #expect(result.bytes == Self.body.count)
+        #expect(result.body.count == 0)
+        #expect(result.body.path == nil)  // over the memory threshold, yet no temp file
+    }
+
+    @Test func aStreamingConsumerCanStopTheTransfer() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        var request = FetchRequest(url: origin.url("/media.bin?rate=100000"))
+        request.stream = { _ in false }
+        let start = ContinuousClock.now
+        do {
+            _ = try await engine.fetch(request, deadline: .now + .seconds(10))
+            Issue.record("the transfer should have stopped")
+        } catch let error as FetchError {
+            #expect(error.reason == "fetch-failed")
+            #expect(error.message.contains("consumer"))
+        }
+        #expect(start.duration(to: .now) < .seconds(1))  // not the two seconds the body would take
+    }
+
+    @Test func transfersBeyondAnOriginsWindowWaitInOrderWithoutHoldingUpOthers() async throws {
+        let other = try Self.makeOrigin()
+        defer { other.stop() }
+        let engine = try FetchEngine(configuration: .init(policy: loopback, maxTransfersPerOrigin: 2))
+        defer { engine.shutdown(); origin.stop() }
+        // Eight slow transfers to one origin: two at a time, the rest queued in the engine.
+        let slow = origin.url("/small.bin?delay=300")
+        let started = ContinuousClock.now
+        async let slowOnes = withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await engine.fetch(FetchRequest(url: slow), deadline: .now + .seconds(10)).bytes }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(engine.inFlight == 8)
+        // Another origin is not behind that queue.
+        let quick = try await engine.fetch(FetchRequest(url: other.url("/small.bin")), deadline: .now + .seconds(5))
+        #expect(quick.bytes == 3)
+        #expect(started.duration(to: .now) < .milliseconds(290))
+        let sizes = try await slowOnes
+        #expect(sizes == Array(repeating: 3, count: 8))
+        // Four rounds of two, each held 300 ms by the origin.
+        #expect(started.duration(to: .now) >= .milliseconds(1150))
+    }
+
+    @Test func aTransferWaitingForItsWindowStillKeepsItsDeadlineAndCanBeCancelled() async throws {
+        let engine = try FetchEngine(configuration: .init(policy: loopback, maxTransfersPerOrigin: 1))
+        defer { engine.shutdown(); origin.stop() }
+        let hang = origin.url("/small.bin?hang=1")
+        let blocker = Task { try await engine.fetch(FetchRequest(url: hang), deadline: .now + .seconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        // Queued behind the hanging transfer: its own deadline ends it.
+        let start = ContinuousClock.now
+        let late = await fetch(engine, origin.url("/small.bin"), deadline: .milliseconds(300))
+        #expect(reason(late) == "timeout")
+        #expect(start.duration(to: .now) < .milliseconds(600))
+        // Queued again: cancelling it ends it at once.
+        let queued = Task { try await engine.fetch(FetchRequest(url: origin.url("/small.bin")), deadline: .now + .seconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(engine.inFlight == 2)
+        queued.cancel()
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        blocker.cancel()
+        _ = await blocker.result
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(engine.inFlight == 0)
     }
 
     @Test func twoHundredConcurrentTransfersReuseConnections() async throws {
