@@ -23,7 +23,6 @@ let package = Package(
     ],
     targets: [
         // C libraries, one system-library target per pkg-config name.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
@@ -33,6 +32,9 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
         .systemLibrary(name: "CMalloc"),
+        // libcurl (headers from libcurl4-openssl-dev), loaded with dlopen on first use: see
+        // include/attache_curl.h.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
         .target(
             name: "CImageCodecs",

@@ -8,13 +8,20 @@ import Glibc
 /// Turns libcurl return codes into errors, in one place.
 func curlCheck(_ code: CURLcode, _ what: String) throws {
     guard code == CURLE_OK else {
-        throw FetchError(.fetchFailed, "\(what): \(String(cString: curl_easy_strerror(code)))")
+        throw FetchError(.fetchFailed, "\(what): \(String(cString: attache_curl_easy_strerror(code)))")
     }
 }
 
-enum CurlGlobal {
-    /// curl_global_init is not thread-safe; Swift runs a static initialiser exactly once.
-    static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+enum CurlLibrary {
+    /// libcurl is loaded (and initialised) on first use; nil when that worked, else why not.
+    private static let failure: String? = {
+        var message = [CChar](repeating: 0, count: 200)
+        return attache_curl_load(&message, message.count) == 1 ? nil : String(cString: message)
+    }()
+
+    static func load() throws {
+        if let failure { throw FetchError(.fetchFailed, failure) }
+    }
 }
 
 struct TransferSettings: Sendable {
@@ -72,8 +79,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     deinit {
-        if let easy { curl_easy_cleanup(easy) }
-        if let resolveList { curl_slist_free_all(resolveList) }
+        if let easy { attache_curl_easy_cleanup(easy) }
+        if let resolveList { attache_curl_slist_free_all(resolveList) }
     }
 
     func attach(_ continuation: CheckedContinuation<FetchResult, any Error>) {
@@ -92,7 +99,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// (engine thread, when the transfer is admitted).
     func open() throws {
         guard easy == nil else { return }
-        guard CurlGlobal.initialised, let handle = curl_easy_init() else {
+        try CurlLibrary.load()
+        guard let handle = attache_curl_easy_init() else {
             throw FetchError(.fetchFailed, "curl_easy_init failed")
         }
         easy = handle
@@ -140,7 +148,7 @@ final class CurlTransfer: @unchecked Sendable {
         // No CURLOPT_ACCEPT_ENCODING: media is compressed already, and a gzip bomb must stay small.
 
         for entry in request.resolve {
-            resolveList = curl_slist_append(resolveList, entry)
+            resolveList = attache_curl_slist_append(resolveList, entry)
         }
         if let resolveList {
             try curlCheck(attache_curl_setopt_slist(easy, CURLOPT_RESOLVE, resolveList), "setopt")
@@ -157,15 +165,16 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Refuses other schemes and URLs with user information; returns `scheme://host:port`.
     private static func checkedOrigin(_ url: String) throws -> String {
-        guard let handle = curl_url() else { throw FetchError(.fetchFailed, "curl_url failed") }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else {
+        try CurlLibrary.load()
+        guard let handle = attache_curl_url() else { throw FetchError(.fetchFailed, "curl_url failed") }
+        defer { attache_curl_url_cleanup(handle) }
+        guard attache_curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else {
             throw FetchError(.fetchFailed, "not a valid URL")
         }
         func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
             var value: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
-            defer { curl_free(value) }
+            guard attache_curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
+            defer { attache_curl_free(value) }
             return String(cString: value)
         }
         let scheme = part(CURLUPART_SCHEME)?.lowercased() ?? ""
@@ -290,7 +299,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func translate(_ code: CURLcode) -> FetchError {
-        let message = String(cString: curl_easy_strerror(code))
+        let message = String(cString: attache_curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             if ContinuousClock.now >= deadline - .milliseconds(5) { return timeoutError() }
@@ -401,7 +410,8 @@ final class CurlMulti {
     }
 
     init(maxConnectionsPerHost: Int, maxConnections: Int, perOriginWindow: Int) throws {
-        guard CurlGlobal.initialised, let multi = curl_multi_init() else {
+        try CurlLibrary.load()
+        guard let multi = attache_curl_multi_init() else {
             throw FetchError(.fetchFailed, "curl_multi_init failed")
         }
         self.multi = multi
@@ -423,7 +433,7 @@ final class CurlMulti {
         guard !closed else { return }
         closed = true
         cancelAll()
-        curl_multi_cleanup(multi)
+        attache_curl_multi_cleanup(multi)
     }
 
     /// Transfers inside curl plus those waiting for their origin's window.
@@ -465,9 +475,9 @@ final class CurlMulti {
             return
         }
         guard let easy = transfer.easy else { return }
-        let code = curl_multi_add_handle(multi, easy)
+        let code = attache_curl_multi_add_handle(multi, easy)
         guard code == CURLM_OK else {
-            transfer.complete(.failure(FetchError(.fetchFailed, String(cString: curl_multi_strerror(code)))))
+            transfer.complete(.failure(FetchError(.fetchFailed, String(cString: attache_curl_multi_strerror(code)))))
             return
         }
         active[easy] = transfer
@@ -484,7 +494,7 @@ final class CurlMulti {
 
     func remove(id: UInt64, with error: any Error) {
         if let (easy, transfer) = active.first(where: { $0.value.id == id }) {
-            curl_multi_remove_handle(multi, easy)
+            attache_curl_multi_remove_handle(multi, easy)
             active[easy] = nil
             deadlinesChanged = true
             transfer.complete(.failure(error))
@@ -503,14 +513,14 @@ final class CurlMulti {
     /// Drives transfers, finishes the done ones, and ends any that outlived their deadline.
     func perform() {
         var running: Int32 = 0
-        _ = curl_multi_perform(multi, &running)
+        _ = attache_curl_multi_perform(multi, &running)
         var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi, &queued) {
+        while let message = attache_curl_multi_info_read(multi, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                   let transfer = active.removeValue(forKey: easy) else { continue }
             deadlinesChanged = true
             let code = attache_curl_msg_result(message)
-            curl_multi_remove_handle(multi, easy)
+            attache_curl_multi_remove_handle(multi, easy)
             let result = transfer.result(code: code)
             if case .success(let r) = result {
                 connectionsOpened += r.newConnections
@@ -551,12 +561,12 @@ final class CurlMulti {
     /// Sleeps until there is socket activity, a timeout curl wants, `wakeup()`, or `maxWaitMs`.
     func wait(maxWaitMs: Int32) {
         var fds: Int32 = 0
-        _ = curl_multi_poll(multi, nil, 0, maxWaitMs, &fds)
+        _ = attache_curl_multi_poll(multi, maxWaitMs, &fds)
     }
 
     /// Safe from any thread.
     func wakeup() {
-        _ = curl_multi_wakeup(multi)
+        _ = attache_curl_multi_wakeup(multi)
     }
 
     /// The time until the nearest deadline of a transfer in flight or waiting, capped.

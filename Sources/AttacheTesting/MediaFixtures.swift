@@ -20,11 +20,14 @@ public enum Fixtures {
     }
 
     /// A GIF with `frames` 1x1 frames, built by hand (counted, never decoded, by the header check).
-    public static func gif(width: Int = 1, height: Int = 1, frames: Int) -> [UInt8] {
+    /// With `transparentIndex`, each frame declares that palette index transparent (its one pixel
+    /// is index 0).
+    public static func gif(width: Int = 1, height: Int = 1, frames: Int, transparentIndex: UInt8? = nil) -> [UInt8] {
         var b = Array("GIF89a".utf8)
         b += [UInt8(width & 0xff), UInt8(width >> 8), UInt8(height & 0xff), UInt8(height >> 8), 0x80, 0, 0]
         b += [0, 0, 0, 255, 255, 255]  // two-colour global table
         for _ in 0..<frames {
+            if let t = transparentIndex { b += [0x21, 0xF9, 0x04, 0x01, 0, 0, t, 0x00] }  // graphic control
             b += [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0x00]
             b += [0x02, 0x02, 0x44, 0x01, 0x00]  // LZW: clear, index 0, end
         }

@@ -30,37 +30,56 @@ static attache_status fail(GifFileType *gif, attache_decode_options *options, at
     return status;
 }
 
-static attache_status stream_opaque_frame(GifFileType *gif, ColorMapObject *map, attache_decode_options *options, attache_image *out) {
+// A progressive frame the size of the screen: rows go straight from the LZW decoder through the
+// palette into the shrinker, with no canvas. With a transparent index they go as premultiplied
+// RGBA, and the alpha is dropped at the end if no pixel used it (encoders such as FFmpeg's declare
+// one on every frame, used or not).
+static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *map, int transparent,
+                                            attache_decode_options *options, attache_image *out) {
     const int w = gif->Image.Width, h = gif->Image.Height;
+    const int channels = transparent >= 0 ? 4 : 3;
     attache_shrinker shrinker;
-    if (!attache_shrinker_init(&shrinker, w, h, 3, options->shrink, 0)) return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+    if (!attache_shrinker_init(&shrinker, w, h, channels, options->shrink, 0)) return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     GifPixelType *line = malloc((size_t)w);
-    uint8_t *rgb = malloc((size_t)w * 3);
-    if (!line || !rgb) {
-        free(line); free(rgb);
+    uint8_t *row = malloc((size_t)w * channels);
+    if (!line || !row) {
+        free(line); free(row);
         attache_shrinker_free(&shrinker);
         return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     }
     attache_status status = ATTACHE_OK;
+    int any_transparent = 0;
     for (int y = 0; y < h && status == ATTACHE_OK; y++) {
         if (DGifGetLine(gif, line, w) == GIF_ERROR) { status = ATTACHE_ERR_INVALID; break; }
-        for (int x = 0; x < w; x++) {
+        uint8_t *p = row;
+        for (int x = 0; x < w; x++, p += channels) {
             int index = line[x];
+            if (index == transparent) {
+                p[0] = p[1] = p[2] = p[3] = 0;
+                any_transparent = 1;
+                continue;
+            }
             // An index past the palette is out of bounds: shown as black, never read past the table.
             GifColorType c = index < map->ColorCount ? map->Colors[index] : (GifColorType){ 0, 0, 0 };
-            rgb[x * 3] = c.Red; rgb[x * 3 + 1] = c.Green; rgb[x * 3 + 2] = c.Blue;
+            p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue;
+            if (channels == 4) p[3] = 255;
         }
-        attache_shrinker_push(&shrinker, rgb);
+        attache_shrinker_push(&shrinker, row);
         if ((y & 31) == 31 && options->abort_fn && options->abort_fn(options->abort_context)) status = ATTACHE_ERR_ABORTED;
     }
     free(line);
-    free(rgb);
+    free(row);
     if (status != ATTACHE_OK) {
         attache_shrinker_free(&shrinker);
         return fail(gif, options, status, status == ATTACHE_ERR_ABORTED ? "aborted" : NULL);
     }
     DGifCloseFile(gif, NULL);
     attache_shrinker_finish(&shrinker, out);
+    if (channels == 4 && !any_transparent && out->pixels) {  // opaque after all: RGB, in place
+        size_t n = (size_t)out->width * out->height;
+        for (size_t i = 0; i < n; i++) memmove(out->pixels + i * 3, out->pixels + i * 4, 3);
+        out->channels = 3;
+    }
     return ATTACHE_OK;
 }
 
@@ -106,11 +125,7 @@ attache_status attache_gif_decode_first(const uint8_t *data, size_t length, atta
         return fail(gif, options, ATTACHE_ERR_LIMITS, "frame size out of range");
 
     int covers = d->Left == 0 && d->Top == 0 && d->Width == sw && d->Height == sh;
-    if (covers && !d->Interlace && transparent < 0) {
-        // The common case: an opaque, progressive frame the size of the screen. Rows go straight
-        // from the LZW decoder through the palette into the shrinker, with no canvas at all.
-        return stream_opaque_frame(gif, map, options, out);
-    }
+    if (covers && !d->Interlace) return stream_covering_frame(gif, map, transparent, options, out);
 
     // Canvas in premultiplied RGBA; what the first frame does not cover stays transparent.
     uint8_t *canvas = calloc((size_t)sw * sh, 4);

@@ -63,6 +63,27 @@ void attache_media_close(attache_media *m) {
     free(m);
 }
 
+// MP4/MOV headers (moov) already give every stream's codec, size, sample rate, extradata, frame
+// rate and the duration; avformat_find_stream_info would decode the first frames again only to
+// confirm them (about 10 ms for a 1080p H.264 clip). Other containers, or a header with gaps, get
+// the full probe.
+static int needs_stream_info(const AVFormatContext *f) {
+    if (strncmp(f->iformat->name, "mov,", 4) != 0) return 1;
+    if (f->duration == AV_NOPTS_VALUE || f->duration <= 0) return 1;
+    for (unsigned i = 0; i < f->nb_streams; i++) {
+        const AVCodecParameters *p = f->streams[i]->codecpar;
+        if (p->codec_id == AV_CODEC_ID_NONE) return 1;
+        if (p->codec_type == AVMEDIA_TYPE_VIDEO) {
+            if (p->width <= 0 || p->height <= 0) return 1;
+            int needs_extradata = p->codec_id == AV_CODEC_ID_H264 || p->codec_id == AV_CODEC_ID_HEVC;
+            if (needs_extradata && p->extradata_size <= 0) return 1;
+        } else if (p->codec_type == AVMEDIA_TYPE_AUDIO) {
+            if (p->sample_rate <= 0 || p->ch_layout.nb_channels <= 0) return 1;
+        }
+    }
+    return 0;
+}
+
 static void copy_name(char *out, size_t size, const char *name) {
     snprintf(out, size, "%s", name ? name : "");
 }
@@ -119,11 +140,13 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
         attache_media_close(m);
         return ATTACHE_ERR_LIMITS;
     }
-    rc = FF(avformat_find_stream_info)(m->format, NULL);
-    if (rc < 0) {
-        attache_status s = failure(o, rc, "probe");
-        attache_media_close(m);
-        return s;
+    if (needs_stream_info(m->format)) {
+        rc = FF(avformat_find_stream_info)(m->format, NULL);
+        if (rc < 0) {
+            attache_status s = failure(o, rc, "probe");
+            attache_media_close(m);
+            return s;
+        }
     }
 
     // A container that indexes its samples (MP4/MOV, AVI) says where each one is: an index that
@@ -143,9 +166,11 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
 
     copy_name(facts->container, sizeof facts->container, m->format->iformat->name);
     facts->streams = (int)m->format->nb_streams;
-    facts->bit_rate = m->format->bit_rate;
     if (m->format->duration != AV_NOPTS_VALUE && m->format->duration > 0)
         facts->duration = (double)m->format->duration / AV_TIME_BASE;
+    facts->bit_rate = m->format->bit_rate;
+    if (facts->bit_rate <= 0 && facts->duration > 0)  // what find_stream_info would estimate
+        facts->bit_rate = (int64_t)((double)length * 8 / facts->duration);
     for (unsigned i = 0; i < m->format->nb_streams; i++) {
         AVStream *st = m->format->streams[i];
         AVCodecParameters *p = st->codecpar;
@@ -186,7 +211,6 @@ static attache_status open_decoder(attache_media *m, AVStream *st, int threads, 
     int rc = FF(avcodec_parameters_to_context)(c, st->codecpar);
     if (rc >= 0) {
         c->max_pixels = m->options->max_pixels;
-        // One keyframe: frame threads would only add delay. Decoding forward: use every core.
         c->thread_count = threads;
         c->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
         rc = FF(avcodec_open2)(c, codec, NULL);
@@ -281,9 +305,20 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
         m->format->streams[i]->discard = (int)i == m->video_stream ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
 
     AVCodecContext *c = NULL;
-    attache_status status = open_decoder(m, st, exact ? 2 : 1, &c);
+    // One decoder thread: frame threads hold a picture set each (over 64 MB at 1080p with two),
+    // and exact mode makes up for it by skipping what it never shows (below).
+    attache_status status = open_decoder(m, st, 1, &c);
     if (status != ATTACHE_OK) return status;
-    if (!exact) c->skip_frame = AVDISCARD_NONKEY;
+    if (!exact) {
+        c->skip_frame = AVDISCARD_NONKEY;
+        // One frame, shrunk several times over, and nothing predicted from it: the deblocking
+        // filter would change nothing visible.
+        c->skip_loop_filter = AVDISCARD_ALL;
+    } else {
+        // Frames nothing refers to (most B-frames) shown before the target are never seen and
+        // never needed to decode later ones; the decoder skips them until the target is near.
+        c->skip_frame = AVDISCARD_NONREF;
+    }
 
     int64_t start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
     int64_t target = start + FF(av_rescale_q)((int64_t)(seconds * AV_TIME_BASE), AV_TIME_BASE_Q, st->time_base);
@@ -293,9 +328,12 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
 
     AVPacket *pkt = FF(av_packet_alloc)();
     AVFrame *frame = FF(av_frame_alloc)();
-    AVFrame *keyframe = FF(av_frame_alloc)();
-    if (!pkt || !frame || !keyframe) { status = ATTACHE_ERR_NOMEM; goto done; }
-    int have_key = 0, have = 0, decoded = 0, draining = 0, rc = 0;
+    // The first frame decoded (the keyframe) is the fallback of exact mode. It is kept already
+    // scaled: holding the decoder's picture would pin a full-size buffer (3 MB at 1080p).
+    attache_image key = { 0 };
+    int64_t key_pts = AV_NOPTS_VALUE;
+    if (!pkt || !frame) { status = ATTACHE_ERR_NOMEM; goto done; }
+    int have_key = 0, use_key = 0, have = 0, decoded = 0, draining = 0, rc = 0;
     while (!have) {
         if (!draining) {
             rc = FF(av_read_frame)(m->format, pkt);
@@ -307,6 +345,11 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
                 FF(av_packet_unref)(pkt);
                 continue;
             } else {
+                // Packets come in decode order: once one is due at or after the target, frames
+                // around it may be the one shown, so nothing more is skipped.
+                int64_t due = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;  // no time at all: stop skipping
+                if (exact && c->skip_frame != AVDISCARD_DEFAULT && (due == AV_NOPTS_VALUE || due >= target))
+                    c->skip_frame = AVDISCARD_DEFAULT;
                 rc = FF(avcodec_send_packet)(c, pkt);
                 FF(av_packet_unref)(pkt);
                 // Fast mode: one key packet, then drain, so B-frame delay never forces reading on.
@@ -319,15 +362,15 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
             if (rc < 0) break;
             decoded++;
             int64_t pts = frame->best_effort_timestamp;
+            if (!exact || pts == AV_NOPTS_VALUE || pts >= target) { have = 1; break; }
             if (!have_key) {
-                FF(av_frame_ref)(keyframe, frame);
+                status = to_rgb(m, frame, max_edge, &key);
+                if (status != ATTACHE_OK) goto done;
+                key_pts = pts;
                 have_key = 1;
             }
-            if (!exact || pts == AV_NOPTS_VALUE || pts >= target) { have = 1; break; }
             if (decoded >= max_frames) {  // over budget: settle for the keyframe
-                FF(av_frame_unref)(frame);
-                FF(av_frame_ref)(frame, keyframe);
-                have = 1;
+                use_key = have = 1;
                 break;
             }
             FF(av_frame_unref)(frame);
@@ -335,10 +378,8 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
         }
         if (have) break;
         if (rc == AVERROR_EOF || (draining && rc < 0 && rc != AVERROR(EAGAIN))) {
-            if (have_key) {  // the clip ended before the time: its last decodable frame will do
-                FF(av_frame_unref)(frame);
-                FF(av_frame_ref)(frame, keyframe);
-                have = 1;
+            if (have_key) {  // the clip ended before the time: its keyframe will do
+                use_key = have = 1;
                 break;
             }
             status = rc == AVERROR_EOF ? ATTACHE_ERR_INVALID : failure(m->options, rc, "decode");
@@ -348,14 +389,19 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
         if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
     }
     {
-        int64_t pts = frame->best_effort_timestamp;
+        int64_t pts = use_key ? key_pts : frame->best_effort_timestamp;
         *shown_at = pts == AV_NOPTS_VALUE ? seconds : av_q2d(st->time_base) * (double)(pts - start);
-        status = to_rgb(m, frame, max_edge, out);
+        if (use_key) {
+            *out = key;
+            key = (attache_image){ 0 };
+        } else {
+            status = to_rgb(m, frame, max_edge, out);
+        }
     }
 done:
+    attache_image_free(&key);
     FF(av_packet_free)(&pkt);
     FF(av_frame_free)(&frame);
-    FF(av_frame_free)(&keyframe);
     FF(avcodec_free_context)(&c);
     return status;
 }

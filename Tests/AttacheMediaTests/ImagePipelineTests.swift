@@ -116,6 +116,13 @@ import Testing
         #expect((r.thumbnail.width, r.thumbnail.height) == (1, 1))
     }
 
+    @Test func aGIFsTransparentIndexKeepsAlphaOnlyWhenAPixelUsesIt() throws {
+        let used = try render(Fixtures.gif(frames: 1, transparentIndex: 0))
+        #expect(used.thumbnail.format == .png)
+        let unused = try render(Fixtures.gif(frames: 1, transparentIndex: 1))
+        #expect(unused.thumbnail.format == .jpeg)
+    }
+
     @Test func unsupportedKindsAreRefused() {
         #expect { try pipeline.inspect(Fixtures.bytes("image.webp")) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
         #expect { try pipeline.inspect(Array("<html>".utf8)) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
