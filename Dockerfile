@@ -13,7 +13,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/attache --create-home attache \
  && mkdir -p /var/lib/attache/media && chown attache /var/lib/attache/media
-COPY --from=build /src/.build-static/release/attache /usr/local/bin/attache
+# attache serve runs attache-serve from the same directory.
+COPY --from=build /src/.build-static/release/attache /src/.build-static/release/attache-serve /usr/local/bin/
 USER attache
 VOLUME /var/lib/attache/media
 EXPOSE 8080

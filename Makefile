@@ -12,6 +12,10 @@ BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 
 RELEASE_BIN := .build/release/attache
 DEBUG_BIN := .build/debug/attache
+# `attache serve` runs attache-serve from the same directory (the service's libraries stay out of
+# every other command's start).
+PRODUCTS := attache attache-serve
+release_build = for p in $(PRODUCTS); do $(SWIFT) build -c release --product $$p $(1) || exit 1; done
 
 .PHONY: deps test-deps bench-deps build build-static demo test bench fuzz clean
 
@@ -33,11 +37,11 @@ bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 
 build: deps
-	$(SWIFT) build -c release --product attache
+	$(call release_build)
 
 # What the Dockerfile runs: the Swift runtime linked in, so the image needs only Debian's libraries.
 build-static: deps
-	$(SWIFT) build -c release --product attache --static-swift-stdlib --scratch-path .build-static
+	$(call release_build,--static-swift-stdlib --scratch-path .build-static)
 
 # Starts the sample origin on 127.0.0.1:8765 and enriches every payload in Samples/payloads, offline.
 demo: build
@@ -54,7 +58,7 @@ test: test-deps
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	# What ships is the release build: the command-line and batch checks run against it too.
-	$(SWIFT) build -c release --product attache
+	$(call release_build)
 	Tests/cli/run.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1

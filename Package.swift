@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "attache", targets: ["attache"]),
+        .executable(name: "attache-serve", targets: ["attache-serve"]),
         .library(name: "Attache", targets: ["Attache"]),
         .library(name: "AttacheTesting", targets: ["AttacheTesting"]),
     ],
@@ -82,11 +83,33 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AttacheTesting", dependencies: ["AttacheSupport"], swiftSettings: strict),
+        // What both executables share: file and stream IO, logging, argument parsing.
+        .target(
+            name: "AttacheCommandLine",
+            dependencies: [
+                "Attache", "AttacheSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Every command but the service, which `attache serve` runs from attache-serve: Hummingbird
+        // brings Foundation and ICU, which every other command would pay for at start.
         .executableTarget(
             name: "attache",
             dependencies: [
-                "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheCommandLine", "AttacheTesting", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "attache-serve",
+            dependencies: [
+                "Attache", "AttacheServer", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

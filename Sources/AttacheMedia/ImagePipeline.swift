@@ -129,7 +129,8 @@ public struct ImagePipeline: Sendable {
         let scale = min(1, Double(edge) / Double(max(pixels.width, pixels.height)))
         let w = max(1, Int((Double(pixels.width) * scale).rounded()))
         let h = max(1, Int((Double(pixels.height) * scale).rounded()))
-        let resized = try ImageCodecs.orient(try ImageCodecs.resize(pixels, width: w, height: h), orientation: orientation)
+        let sized = w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
+        let resized = try ImageCodecs.orient(sized, orientation: orientation)
         let encoded = try ImageCodecs.encode(resized, quality: quality)
         return RenderedImage(bytes: encoded.bytes, format: encoded.format, width: resized.width, height: resized.height)
     }

@@ -104,8 +104,14 @@ public struct VideoPipeline: Sendable {
     /// Validates against iOS's rules and the limits, and makes the poster-frame thumbnail.
     /// `time` is the attachment's thumbnail time; nil means cover art, else 1 s (10 % of short clips).
     public func render(_ bytes: [UInt8], options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
-        let clipShare = options.clip?.clamped.map { min($0.width, $0.height) } ?? 1
-        let edge = Int((Double(options.thumbnailSize * 2) / clipShare).rounded(.up))
+        // libswscale scales by area straight to the thumbnail; with a clipping rect it leaves room
+        // for the crop and the final resize.
+        let edge: Int
+        if let clip = options.clip?.clamped {
+            edge = Int((Double(options.thumbnailSize * 2) / min(clip.width, clip.height)).rounded(.up))
+        } else {
+            edge = options.thumbnailSize
+        }
         let result = try examine(bytes, poster: (time, edge), abort: abort)
         guard let frame = result.poster else {
             return MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)

@@ -7,4 +7,13 @@ struct AttacheCommand: AsyncParsableCommand {
         abstract: "Media enrichment for push notifications: a Linux analogue of Apple's Notification Service Extension.",
         subcommands: [Enrich.self, Serve.self, Batch.self, Timeline.self, Probe.self, Fetch.self, Origin.self, Thumbnail.self]
     )
+
+    static func main() async {
+        // `attache serve …` goes to the service untouched, `--help` included.
+        let arguments = CommandLine.arguments
+        if arguments.count > 1 && arguments[1] == "serve" {
+            ServerLauncher.exec(Array(arguments.dropFirst(2)))
+        }
+        await main(nil)
+    }
 }

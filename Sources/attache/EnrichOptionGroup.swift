@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheCommandLine
 import Attache
 import AttacheFetch
 import AttacheMedia
@@ -70,5 +71,3 @@ struct EnrichOptionGroup: ParsableArguments {
         return options
     }
 }
-
-extension TimeoutPolicy: ExpressibleByArgument {}

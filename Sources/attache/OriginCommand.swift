@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheCommandLine
 import AttachePayload
 import AttacheTesting
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheCommandLine
 import AttacheMedia
 import AttachePayload
 

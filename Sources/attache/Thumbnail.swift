@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheCommandLine
 import AttacheMedia
 
 struct Thumbnail: AsyncParsableCommand {
@@ -43,5 +44,3 @@ struct Thumbnail: AsyncParsableCommand {
         }
     }
 }
-
-extension PosterMode: ExpressibleByArgument {}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheCommandLine
 import Attache
 import AttachePayload
 import Logging

@@ -23,4 +23,5 @@ for target in $(sed -n 's/^RUN make \([a-z-]*\).*/\1/p' Dockerfile); do
 done
 check "Dockerfile runs a make target" "grep -q '^RUN make ' Dockerfile"
 check "the image runs the serve command" "grep -q '\"serve\"' Dockerfile"
+check "the image has attache-serve beside attache" "grep -q '^COPY .*release/attache-serve /usr/local/bin/' Dockerfile"
 finish deploy

@@ -1,3 +1,5 @@
+// What the two executables share: reading and writing what the user named, the environment,
+// logging, and the parsing of durations and addresses.
 import AttacheSupport
 import Logging
 #if canImport(Glibc)
@@ -5,16 +7,16 @@ import Glibc
 #endif
 
 /// Reads a whole file, or standard input for "-".
-func readInput(_ path: String) throws -> [UInt8] {
+public func readInput(_ path: String) throws -> [UInt8] {
     path == "-" ? try readAll(fd: STDIN_FILENO, name: "standard input") : try readFile(path)
 }
 
-func writeStdout(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDOUT_FILENO, $0) } }
-func writeStderr(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDERR_FILENO, $0) } }
-func printError(_ line: String) { writeStderr(Array((line + "\n").utf8)) }
+public func writeStdout(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDOUT_FILENO, $0) } }
+public func writeStderr(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { writeAll(fd: STDERR_FILENO, $0) } }
+public func printError(_ line: String) { writeStderr(Array((line + "\n").utf8)) }
 
 /// Writes a file the user named (which may be /dev/stdout or a pipe, so not via a rename).
-func writeFile(_ path: String, _ bytes: [UInt8]) throws {
+public func writeFile(_ path: String, _ bytes: [UInt8]) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     guard fd >= 0 else { throw FileReadError(description: "cannot write \(path)") }
     let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
@@ -22,12 +24,12 @@ func writeFile(_ path: String, _ bytes: [UInt8]) throws {
 }
 
 /// An environment variable, nil when unset or empty.
-func environment(_ name: String) -> String? {
+public func environment(_ name: String) -> String? {
     getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 }
 
 /// Logs on stderr (stdout carries payloads): text at `level`, or JSON lines for log shippers.
-func bootstrapLogging(level: Logger.Level, json: Bool = false) {
+public func bootstrapLogging(level: Logger.Level, json: Bool = false) {
     LoggingSystem.bootstrap { label -> any LogHandler in
         if json {
             var handler = JSONLogHandler(label: label)

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Attache
+import AttacheFetch
+import AttacheMedia
+
+public func parseDuration(_ text: String) throws -> Duration {
+    guard let d = DurationText.parse(text) else { throw ValidationError("not a duration: \(text) (use 300ms, 2s, 1.5s)") }
+    return d
+}
+
+public func parseCIDR(_ text: String) throws -> CIDR {
+    guard let c = CIDR(text) else { throw ValidationError("not an address or CIDR: \(text)") }
+    return c
+}
+
+public func environmentAllowances() throws -> [CIDR] {
+    guard let raw = environment("ATTACHE_ALLOW_ADDRESSES") else { return [] }
+    return try raw.split(separator: ",").map { try parseCIDR(String($0.filter { $0 != " " })) }
+}
+
+extension TimeoutPolicy: ExpressibleByArgument {}
+extension PosterMode: ExpressibleByArgument {}
