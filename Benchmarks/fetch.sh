@@ -38,7 +38,7 @@ echo "1,000 × 16 KB + 50 × 4 MB from $base, $parallel connections"
 ms() { local s=$(date +%s%N); "$@" > "$work/last" 2>&1; echo $(( ($(date +%s%N) - s) / 1000000 )); }
 best_a=999999 best_c=999999 best_f=999999 best_e=999999
 for round in 1 2 3 4 5; do
-  a=$(ms "$bin" fetch --list "$work/urls" --allow-address 127.0.0.1/32 --max-connections-per-host "$parallel")
+  a=$(ms "$bin" fetch --list "$work/urls" --allow-address 127.0.0.1/32 --parallel "$parallel" --max-connections-per-host "$parallel")
   [ "$round" = 1 ] && cat "$work/last"
   e=$(sed -n 's/.*wall_ms=\([0-9]*\).*/\1/p' "$work/last")
   c=$(ms curl --silent --fail --parallel --parallel-max "$parallel" --parallel-immediate -K "$work/curl.cfg")

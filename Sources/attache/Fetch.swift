@@ -22,6 +22,9 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Allow connections to this network (CIDR); repeatable.", transform: parseCIDR)
     var allowAddress: [CIDR] = []
 
+    @Option(help: "Transfers at once (as curl's --parallel-max); the rest start as these finish.")
+    var parallel: Int = 64
+
     @Option(help: "Connections per host.")
     var maxConnectionsPerHost: Int = 16
 
@@ -38,6 +41,7 @@ struct Fetch: AsyncParsableCommand {
             all += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
         }
         guard !all.isEmpty else { throw ValidationError("no URLs given") }
+        guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
         let engine = try FetchEngine(
             configuration: .init(policy: AddressPolicy(allowed: allowAddress + (try environmentAllowances())),
                                  maxConnectionsPerHost: maxConnectionsPerHost,
@@ -49,7 +53,9 @@ struct Fetch: AsyncParsableCommand {
         let start = ContinuousClock.now
         let cap = maxBytes
         let results = await withTaskGroup(of: (Int, String?).self) { group in
-            for url in all {
+            var results: [(Int, String?)] = []
+            for (index, url) in all.enumerated() {
+                if index >= parallel, let finished = await group.next() { results.append(finished) }
                 group.addTask {
                     do {
                         var request = FetchRequest(url: url, maxBytes: cap)
@@ -62,7 +68,7 @@ struct Fetch: AsyncParsableCommand {
                     }
                 }
             }
-            return await group.reduce(into: [(Int, String?)]()) { $0.append($1) }
+            return await group.reduce(into: results) { $0.append($1) }
         }
         let elapsed = start.duration(to: .now)
         let bytes = results.reduce(0) { $0 + $1.0 }
