@@ -47,22 +47,25 @@ static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *ma
         attache_shrinker_free(&shrinker);
         return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     }
+    // The palette as ready-made pixels, all 256 indices: one past the table is black (never a
+    // read past it), the transparent one is clear.
+    uint8_t colours[256][4];
+    for (int i = 0; i < 256; i++) {
+        GifColorType c = i < map->ColorCount ? map->Colors[i] : (GifColorType){ 0, 0, 0 };
+        colours[i][0] = c.Red; colours[i][1] = c.Green; colours[i][2] = c.Blue; colours[i][3] = 255;
+    }
+    if (transparent >= 0 && transparent < 256) memset(colours[transparent], 0, 4);
     attache_status status = ATTACHE_OK;
     int any_transparent = 0;
     for (int y = 0; y < h && status == ATTACHE_OK; y++) {
         if (DGifGetLine(gif, line, w) == GIF_ERROR) { status = ATTACHE_ERR_INVALID; break; }
-        uint8_t *p = row;
-        for (int x = 0; x < w; x++, p += channels) {
-            int index = line[x];
-            if (index == transparent) {
-                p[0] = p[1] = p[2] = p[3] = 0;
-                any_transparent = 1;
-                continue;
+        if (channels == 4) {
+            for (int x = 0; x < w; x++) {
+                memcpy(row + x * 4, colours[line[x]], 4);
+                any_transparent |= line[x] == transparent;
             }
-            // An index past the palette is out of bounds: shown as black, never read past the table.
-            GifColorType c = index < map->ColorCount ? map->Colors[index] : (GifColorType){ 0, 0, 0 };
-            p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue;
-            if (channels == 4) p[3] = 255;
+        } else {
+            for (int x = 0; x < w; x++) memcpy(row + x * 3, colours[line[x]], 3);
         }
         attache_shrinker_push(&shrinker, row);
         if ((y & 31) == 31 && options->abort_fn && options->abort_fn(options->abort_context)) status = ATTACHE_ERR_ABORTED;

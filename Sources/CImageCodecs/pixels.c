@@ -54,6 +54,24 @@ static inline uint8_t clamp8(float v) {
     return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)(v + 0.5f);
 }
 
+static inline __attribute__((always_inline)) void horizontal_pass(const attache_image *in, const contribution *h,
+                                                                  int width, float *tmp, const int c) {
+    for (int y = 0; y < in->height; y++) {
+        const uint8_t *src = in->pixels + (size_t)y * in->width * c;
+        float *t = tmp + (size_t)y * width * c;
+        for (int x = 0; x < width; x++) {
+            float acc[4] = { 0, 0, 0, 0 };
+            const contribution *k = &h[x];
+            const uint8_t *p = src + (size_t)k->start * c;
+            for (int j = 0; j < k->count; j++, p += c) {
+                const float w = k->weights[j];
+                for (int ch = 0; ch < c; ch++) acc[ch] += p[ch] * w;
+            }
+            for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
+        }
+    }
+}
+
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
     memset(out, 0, sizeof *out);
     if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0) return ATTACHE_ERR_INVALID;
@@ -67,20 +85,10 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
         free(h); free(hs); free(v); free(vs); free(tmp); free(dst);
         return ATTACHE_ERR_NOMEM;
     }
-    for (int y = 0; y < in->height; y++) {
-        const uint8_t *src = in->pixels + (size_t)y * in->width * c;
-        float *t = tmp + (size_t)y * width * c;
-        for (int x = 0; x < width; x++) {
-            float acc[4] = { 0, 0, 0, 0 };
-            const contribution *k = &h[x];
-            for (int j = 0; j < k->count; j++) {
-                const uint8_t *p = src + (size_t)(k->start + j) * c;
-                float w = k->weights[j];
-                for (int ch = 0; ch < c; ch++) acc[ch] += p[ch] * w;
-            }
-            for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
-        }
-    }
+    // With the channel count a constant, the inner loops unroll.
+    if (c == 3) horizontal_pass(in, h, width, tmp, 3);
+    else if (c == 4) horizontal_pass(in, h, width, tmp, 4);
+    else horizontal_pass(in, h, width, tmp, c);
     const size_t row = (size_t)width * c;
     float *acc = malloc(sizeof(float) * row);
     if (!acc) {

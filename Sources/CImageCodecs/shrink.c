@@ -28,12 +28,20 @@ static void emit_row(attache_shrinker *s) {
     if (s->next_out_row >= s->out_height || s->rows_in_sums == 0) return;
     const int c = s->channels, f = s->factor;
     uint8_t *dst = s->image.pixels + (size_t)s->next_out_row * s->out_width * c;
-    for (int x = 0; x < s->out_width; x++) {
-        int cols = (x + 1) * f <= s->in_width ? f : s->in_width - x * f;
-        uint32_t n = (uint32_t)cols * (uint32_t)s->rows_in_sums;
-        for (int k = 0; k < c; k++) {
-            dst[x * c + k] = (uint8_t)((s->sums[x * c + k] + n / 2) / n);
-        }
+    // Every whole block has the same pixel count n: divide by multiplying with ceil(2^32 / n),
+    // exact for these sums (at most 255 n, with n below 4096), instead of a division per value.
+    const int whole = s->in_width / f;
+    const uint32_t n = (uint32_t)f * (uint32_t)s->rows_in_sums;
+    if (n < 4096) {
+        const uint64_t magic = ((1ull << 32) + n - 1) / n;
+        const int values = whole * c;
+        for (int i = 0; i < values; i++) dst[i] = (uint8_t)(((s->sums[i] + n / 2) * magic) >> 32);
+    } else {
+        for (int i = 0; i < whole * c; i++) dst[i] = (uint8_t)((s->sums[i] + n / 2) / n);
+    }
+    for (int x = whole; x < s->out_width; x++) {  // a narrower last block
+        uint32_t last = (uint32_t)(s->in_width - x * f) * (uint32_t)s->rows_in_sums;
+        for (int k = 0; k < c; k++) dst[x * c + k] = (uint8_t)((s->sums[x * c + k] + last / 2) / last);
     }
     memset(s->sums, 0, (size_t)s->out_width * c * sizeof(uint32_t));
     s->rows_in_sums = 0;
@@ -48,6 +56,22 @@ void attache_shrinker_push(attache_shrinker *s, const uint8_t *row) {
         return;
     }
     uint32_t *sums = s->sums;
+    if (f == 2 && !s->premultiply && (c == 3 || c == 4)) {
+        // The usual case (decode to twice the thumbnail): pairs, in a loop the compiler vectorises.
+        const int pairs = s->in_width / 2;
+        if (c == 3) {
+            for (int i = 0; i < pairs * 3; i += 3)
+                for (int k = 0; k < 3; k++) sums[i + k] += (uint32_t)row[2 * i + k] + row[2 * i + 3 + k];
+        } else {
+            for (int i = 0; i < pairs * 4; i += 4)
+                for (int k = 0; k < 4; k++) sums[i + k] += (uint32_t)row[2 * i + k] + row[2 * i + 4 + k];
+        }
+        if (s->in_width & 1)  // a last column on its own
+            for (int k = 0; k < c; k++) sums[pairs * c + k] += row[(s->in_width - 1) * c + k];
+        if (++s->rows_in_sums == f) emit_row(s);
+        return;
+    }
+    // Block by block (no division per pixel); channels fixed per loop so the compiler unrolls.
     if (c == 3) {
         for (int x = 0, ox = 0; x < s->in_width; ox++) {
             uint32_t r = 0, g = 0, b = 0;
@@ -55,17 +79,26 @@ void attache_shrinker_push(attache_shrinker *s, const uint8_t *row) {
             for (; x < end; x++) { r += row[x * 3]; g += row[x * 3 + 1]; b += row[x * 3 + 2]; }
             sums[ox * 3] += r; sums[ox * 3 + 1] += g; sums[ox * 3 + 2] += b;
         }
+    } else if (!s->premultiply) {
+        for (int x = 0, ox = 0; x < s->in_width; ox++) {
+            uint32_t r = 0, g = 0, b = 0, a = 0;
+            int end = x + f < s->in_width ? x + f : s->in_width;
+            for (; x < end; x++) { const uint8_t *p = row + x * 4; r += p[0]; g += p[1]; b += p[2]; a += p[3]; }
+            uint32_t *d = sums + ox * 4;
+            d[0] += r; d[1] += g; d[2] += b; d[3] += a;
+        }
     } else {
-        for (int x = 0; x < s->in_width; x++) {
-            const uint8_t *p = row + x * 4;
-            uint32_t *d = sums + (x / f) * 4;
-            uint32_t a = p[3];
-            if (s->premultiply) {
-                d[0] += (p[0] * a + 127) / 255; d[1] += (p[1] * a + 127) / 255; d[2] += (p[2] * a + 127) / 255;
-            } else {
-                d[0] += p[0]; d[1] += p[1]; d[2] += p[2];
+        for (int x = 0, ox = 0; x < s->in_width; ox++) {
+            uint32_t r = 0, g = 0, b = 0, a = 0;
+            int end = x + f < s->in_width ? x + f : s->in_width;
+            for (; x < end; x++) {
+                const uint8_t *p = row + x * 4;
+                uint32_t alpha = p[3];
+                r += (p[0] * alpha + 127) / 255; g += (p[1] * alpha + 127) / 255; b += (p[2] * alpha + 127) / 255;
+                a += alpha;
             }
-            d[3] += a;
+            uint32_t *d = sums + ox * 4;
+            d[0] += r; d[1] += g; d[2] += b; d[3] += a;
         }
     }
     if (++s->rows_in_sums == f) emit_row(s);
