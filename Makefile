@@ -15,7 +15,13 @@ DEBUG_BIN := .build/debug/attache
 # `attache serve` runs attache-serve from the same directory (the service's libraries stay out of
 # every other command's start).
 PRODUCTS := attache attache-serve
-release_build = for p in $(PRODUCTS); do $(SWIFT) build -c release --product $$p $(1) || exit 1; done
+# Release builds link the Swift runtime in: a process starts ~1 ms sooner, with ~3 MB less, and
+# FFmpeg's libraries, loaded later with dlopen, bind faster with fewer objects in the global
+# scope (a cold poster frame: 47 -> 42 ms). With the toolchain's lld when it has one, which does
+# not repeat glibc's link-time note about FoundationEssentials' use of mktemp.
+LLD := $(shell PATH="$$(dirname "$$(command -v $(SWIFT))"):$$PATH" command -v ld.lld >/dev/null 2>&1 && echo "-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld")
+RELEASE_FLAGS := -c release --static-swift-stdlib $(LLD)
+release_build = for p in $(PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$p $(1) || exit 1; done
 
 .PHONY: deps test-deps bench-deps build build-static demo test bench fuzz clean
 
@@ -39,9 +45,10 @@ bench-deps: deps
 build: deps
 	$(call release_build)
 
-# What the Dockerfile runs: the Swift runtime linked in, so the image needs only Debian's libraries.
+# What the Dockerfile runs: the release build in a scratch path of its own (the Swift runtime is
+# linked in, so the image needs only Debian's libraries).
 build-static: deps
-	$(call release_build,--static-swift-stdlib --scratch-path .build-static)
+	$(call release_build,--scratch-path .build-static)
 
 # Starts the sample origin on 127.0.0.1:8765 and enriches every payload in Samples/payloads, offline.
 demo: build
@@ -60,6 +67,7 @@ test: test-deps
 	# What ships is the release build: the command-line and batch checks run against it too.
 	$(call release_build)
 	Tests/cli/run.sh $(RELEASE_BIN)
+	Tests/cli/serve.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
 

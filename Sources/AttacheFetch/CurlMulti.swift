@@ -16,7 +16,8 @@ enum CurlLibrary {
     /// libcurl is loaded (and initialised) on first use; nil when that worked, else why not.
     private static let failure: String? = {
         var message = [CChar](repeating: 0, count: 200)
-        return attache_curl_load(&message, message.count) == 1 ? nil : String(cString: message)
+        guard attache_curl_load(&message, message.count) != 1 else { return nil }
+        return String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
     static func load() throws {

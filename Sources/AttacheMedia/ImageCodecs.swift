@@ -49,7 +49,7 @@ enum ImageCodecs {
         withUnsafeBytes(of: &options.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
-    static func decode(_ bytes: [UInt8], format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws -> Pixels {
+    static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws -> Pixels {
         var options = attache_decode_options()
         options.scale_denom = Int32(plan.jpegScaleDenominator)
         options.shrink = Int32(plan.boxShrink)
@@ -62,13 +62,13 @@ enum ImageCodecs {
             return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
         }
         var out = attache_image()
-        let status: attache_status = bytes.withUnsafeBufferPointer { buffer in
-            switch format {
-            case .jpeg: return attache_jpeg_decode(buffer.baseAddress, buffer.count, &options, &out)
-            case .png: return attache_png_decode(buffer.baseAddress, buffer.count, &options, &out)
-            case .gif: return attache_gif_decode_first(buffer.baseAddress, buffer.count, &options, &out)
-            default: return ATTACHE_ERR_UNSUPPORTED
-            }
+        let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let status: attache_status
+        switch format {
+        case .jpeg: status = attache_jpeg_decode(data, bytes.count, &options, &out)
+        case .png: status = attache_png_decode(data, bytes.count, &options, &out)
+        case .gif: status = attache_gif_decode_first(data, bytes.count, &options, &out)
+        default: status = ATTACHE_ERR_UNSUPPORTED
         }
         // withExtendedLifetime: the C code held an unretained pointer to `abort`.
         withExtendedLifetime(abort) {}

@@ -17,6 +17,10 @@ public struct ImageHeader: Sendable, Equatable {
     public var displayHeight: Int { orientation >= 5 ? width : height }
 
     public static func read(_ bytes: [UInt8], format: MediaFormat) throws(MediaError) -> ImageHeader {
+        try withBytes(bytes) { (b) throws(MediaError) in try read(b, format: format) }
+    }
+
+    public static func read(_ bytes: UnsafeRawBufferPointer, format: MediaFormat) throws(MediaError) -> ImageHeader {
         switch format {
         case .jpeg: return try jpeg(bytes)
         case .png: return try png(bytes)
@@ -25,10 +29,10 @@ public struct ImageHeader: Sendable, Equatable {
         }
     }
 
-    private static func u16be(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
-    private static func u32be(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
+    private static func u16be(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
+    private static func u32be(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
 
-    static func jpeg(_ b: [UInt8]) throws(MediaError) -> ImageHeader {
+    static func jpeg(_ b: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
         var i = 2
         var orientation = 1
         while i + 4 <= b.count {
@@ -82,7 +86,7 @@ public struct ImageHeader: Sendable, Equatable {
         return nil
     }
 
-    static func png(_ b: [UInt8]) throws(MediaError) -> ImageHeader {
+    static func png(_ b: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
         guard b.count >= 33, Array(b[12..<16]) == Array("IHDR".utf8) else { throw MediaError(.invalidMedia, "PNG without IHDR") }
         let width = u32be(b, 16), height = u32be(b, 20)
         let colorType = b[25]
@@ -103,7 +107,7 @@ public struct ImageHeader: Sendable, Equatable {
     }
 
     /// Reads the logical screen and counts frames by walking the block structure.
-    static func gif(_ b: [UInt8]) throws(MediaError) -> ImageHeader {
+    static func gif(_ b: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
         guard b.count >= 13 else { throw MediaError(.invalidMedia, "truncated GIF header") }
         let width = Int(b[6]) | Int(b[7]) << 8, height = Int(b[8]) | Int(b[9]) << 8
         guard width > 0, height > 0 else { throw MediaError(.invalidMedia, "GIF declares no pixels") }

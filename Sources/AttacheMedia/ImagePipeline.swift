@@ -42,6 +42,11 @@ public struct ImagePipeline: Sendable {
 
     /// Header facts, with every limit that can be checked before a pixel is allocated.
     public func inspect(_ bytes: [UInt8]) throws(MediaError) -> ImageHeader {
+        try withBytes(bytes) { (b) throws(MediaError) in try inspect(b) }
+    }
+
+    /// The same, on bytes the caller holds (a mapped file, a received buffer).
+    public func inspect(_ bytes: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
         guard let format = Sniffer.sniff(bytes) else {
             throw MediaError(.unsupportedType, "not a recognised media format")
         }
@@ -94,6 +99,11 @@ public struct ImagePipeline: Sendable {
     /// Decodes (validating the whole first frame), then makes the thumbnail and, when the source
     /// is larger than the display size or over its byte cap, a display copy — from one decode.
     public func render(_ bytes: [UInt8], header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
+        try bytes.withUnsafeBytes { try render($0, header: header, options: options, abort: abort) }
+    }
+
+    /// The same, on bytes the caller holds; they must stay valid until it returns.
+    public func render(_ bytes: UnsafeRawBufferPointer, header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
         let longest = max(header.width, header.height)
         let animated = header.frames > 1
         let needsDisplay = !animated && (longest > options.displaySize || bytes.count > limits.imageBytes)

@@ -79,3 +79,11 @@ public struct MediaLimits: Sendable {
         }
     }
 }
+
+/// Runs `body` on an array's bytes, keeping `body`'s typed error.
+func withBytes<R>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(MediaError) -> R) throws(MediaError) -> R {
+    let result: Result<R, MediaError> = bytes.withUnsafeBytes { b in
+        do throws(MediaError) { return .success(try body(b)) } catch { return .failure(error) }
+    }
+    return try result.get()
+}

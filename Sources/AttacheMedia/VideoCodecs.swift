@@ -47,7 +47,7 @@ enum VideoCodecs {
     /// Opens the bytes with the named demuxer and lets `decide` judge the facts: it throws to
     /// refuse (before any decoding), returns nil when no frame is wanted, or asks for a poster.
     static func examine(
-        _ bytes: [UInt8], demuxer: String, maxPixels: Int, maxStreams: Int, abort: AbortFlag,
+        _ bytes: UnsafeRawBufferPointer, demuxer: String, maxPixels: Int, maxStreams: Int, abort: AbortFlag,
         decide: (RawMediaFacts) throws -> PosterRequest?
     ) throws -> (facts: RawMediaFacts, poster: Pixels?, shownAt: Double) {
         try demuxer.withCString { demuxerName in
@@ -61,10 +61,11 @@ enum VideoCodecs {
                 return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
             }
             defer { withExtendedLifetime(abort) {} }
-            return try bytes.withUnsafeBufferPointer { buffer in
+            do {
                 var handle: OpaquePointer?
                 var raw = attache_media_facts()
-                try check(attache_media_open(buffer.baseAddress, buffer.count, &options, &handle, &raw), &options, what: "probe")
+                let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                try check(attache_media_open(data, bytes.count, &options, &handle, &raw), &options, what: "probe")
                 defer { attache_media_close(handle) }
                 let facts = RawMediaFacts(
                     container: string(raw.container),

@@ -98,12 +98,22 @@ public struct VideoPipeline: Sendable {
 
     /// The facts and the verdict; throws only when the bytes are not a readable movie or sound.
     public func probe(_ bytes: [UInt8], abort: AbortFlag = AbortFlag()) throws -> MediaFacts {
+        try bytes.withUnsafeBytes { try probe($0, abort: abort) }
+    }
+
+    /// The same, on bytes the caller holds (a mapped file); they must stay valid until it returns.
+    public func probe(_ bytes: UnsafeRawBufferPointer, abort: AbortFlag = AbortFlag()) throws -> MediaFacts {
         try examine(bytes, poster: nil, abort: abort).facts
     }
 
     /// Validates against iOS's rules and the limits, and makes the poster-frame thumbnail.
     /// `time` is the attachment's thumbnail time; nil means cover art, else 1 s (10 % of short clips).
     public func render(_ bytes: [UInt8], options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
+        try bytes.withUnsafeBytes { try render($0, options: options, time: time, abort: abort) }
+    }
+
+    /// The same, on bytes the caller holds; they must stay valid until it returns.
+    public func render(_ bytes: UnsafeRawBufferPointer, options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
         // libswscale scales by area straight to the thumbnail; with a clipping rect it leaves room
         // for the crop and the final resize.
         let edge: Int
@@ -123,7 +133,7 @@ public struct VideoPipeline: Sendable {
         return MovieRendition(facts: result.facts, thumbnail: thumbnail, thumbnailTime: result.shownAt)
     }
 
-    private func examine(_ bytes: [UInt8], poster: (time: Double?, edge: Int)?, abort: AbortFlag) throws
+    private func examine(_ bytes: UnsafeRawBufferPointer, poster: (time: Double?, edge: Int)?, abort: AbortFlag) throws
         -> (facts: MediaFacts, poster: Pixels?, shownAt: Double)
     {
         guard let format = Sniffer.sniff(bytes), format.kind != .image, let demuxer = Self.demuxer(for: format) else {

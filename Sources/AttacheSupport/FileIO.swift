@@ -74,3 +74,46 @@ public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws {
         throw FileReadError(description: "cannot write \(path)")
     }
 }
+
+/// The bytes of a file the user named on the command line ("-": standard input). A regular file
+/// is mapped, not read: a decoder that needs the first frame of a 3 MB GIF then touches only the
+/// pages it reads, and nothing is copied or zero-filled first (2 ms of a 17 ms thumbnail). The
+/// caveat of any mapping: if another process shrinks the file meanwhile, reading past its new end
+/// faults (SIGBUS), so this is for the command line, never for data from the network.
+public final class InputFile: @unchecked Sendable {  // immutable after init
+    private let mapping: UnsafeMutableRawPointer?
+    private let count: Int
+    private let copy: [UInt8]
+
+    public init(_ path: String) throws {
+        if path == "-" {
+            copy = try readAll(fd: STDIN_FILENO, name: "standard input")
+            mapping = nil
+            count = copy.count
+            return
+        }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
+           let mapped = mmap(nil, Int(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED {
+            mapping = mapped
+            count = Int(info.st_size)
+            copy = []
+        } else {
+            copy = try readAll(fd: fd, name: path)
+            mapping = nil
+            count = copy.count
+        }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let mapping { return try body(UnsafeRawBufferPointer(start: mapping, count: count)) }
+        return try copy.withUnsafeBytes(body)
+    }
+
+    deinit {
+        if let mapping { munmap(mapping, count) }
+    }
+}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
 import AttacheMedia
+import AttacheSupport
 import AttachePayload
 
 struct Probe: AsyncParsableCommand {
@@ -13,9 +14,9 @@ struct Probe: AsyncParsableCommand {
     var file: String
 
     func run() async throws {
-        let bytes = try readInput(file)
+        let input = try InputFile(file)
         do {
-            let facts = try VideoPipeline().probe(bytes)
+            let facts = try input.withUnsafeBytes { try VideoPipeline().probe($0) }
             writeStdout(JSONWriter.bytes(facts.json) + [0x0a])
         } catch let error as MediaError {
             writeStdout(JSONWriter.bytes(.object(JSONObject([

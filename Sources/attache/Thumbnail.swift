@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
 import AttacheMedia
+import AttacheSupport
 
 struct Thumbnail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,17 +25,17 @@ struct Thumbnail: AsyncParsableCommand {
     var poster: PosterMode = .fast
 
     func run() async throws {
-        let bytes = try readInput(file)
+        let input = try InputFile(file)
         let options = RenderOptions(thumbnailSize: size, displaySize: Int.max)
         do {
-            let thumbnail: RenderedImage
-            if Sniffer.sniff(bytes)?.kind == .image {
-                let pipeline = ImagePipeline()
-                thumbnail = try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options).thumbnail
-            } else {
+            let thumbnail: RenderedImage = try input.withUnsafeBytes { bytes in
+                if Sniffer.sniff(bytes)?.kind == .image {
+                    let pipeline = ImagePipeline()
+                    return try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options).thumbnail
+                }
                 let movie = try VideoPipeline(posterMode: poster).render(bytes, options: options, time: time)
                 guard let t = movie.thumbnail else { throw MediaError(.unsupportedType, "a sound has no picture") }
-                thumbnail = t
+                return t
             }
             try writeFile(output, thumbnail.bytes)
             writeStdout(Array("\(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue)\n".utf8))

@@ -12,7 +12,9 @@ import Testing
 
     /// Decodes an encoded JPEG or PNG back to pixels (to look at what the pipeline made).
     func pixels(_ image: RenderedImage) throws -> Pixels {
-        try ImageCodecs.decode(image.bytes, format: image.format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
+        try image.bytes.withUnsafeBytes {
+            try ImageCodecs.decode($0, format: image.format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
+        }
     }
 
     @Test func headers() throws {

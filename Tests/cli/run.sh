@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Command-line contract of `attache enrich`: stdout carries only the payload, exit 0 whenever a
-# payload was emitted, exit 2 with one line for input that is not a payload.
+# Command-line contract of `attache enrich` (stdout carries only the payload, exit 0 whenever a
+# payload was emitted, exit 2 with one line for input that is not a payload), of `thumbnail` and
+# `probe` on files and standard input, and of `serve` handing over to attache-serve.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$tmp"' EXIT
@@ -38,5 +39,23 @@ check "missing file exits 2" "[ $? -eq 2 ]"
 check "bad --deadline exits 64" "[ $? -eq 64 ]"
 "$bin" enrich Samples/payloads/fcm.json --allow-address 10.0.0.0/99 > /dev/null 2>&1
 check "bad --allow-address exits 64" "[ $? -eq 64 ]"
+
+# thumbnail and probe read a named file (mapped) or standard input, with the same result.
+"$bin" thumbnail Samples/media/photo.jpg -o "$tmp/t1.jpg" > /dev/null 2>&1
+check "thumbnail of a file exits 0" "[ $? -eq 0 ]"
+"$bin" thumbnail - -o "$tmp/t2.jpg" < Samples/media/photo.jpg > /dev/null 2>&1
+check "thumbnail from stdin is the same" "cmp -s $tmp/t1.jpg $tmp/t2.jpg"
+"$bin" probe Samples/media/clip.mp4 > "$tmp/p1.json" 2>/dev/null && "$bin" probe - < Samples/media/clip.mp4 > "$tmp/p2.json" 2>/dev/null
+check "probe of a file and of stdin agree" "cmp -s $tmp/p1.json $tmp/p2.json && grep -q '\"video_codec\":\"h264\"' $tmp/p1.json"
+: > "$tmp/empty.jpg"
+"$bin" thumbnail "$tmp/empty.jpg" -o "$tmp/t3.jpg" > /dev/null 2> "$tmp/err5"
+check "an empty file is refused in one line, exit 1" "[ $? -eq 1 ] && [ \$(wc -l < $tmp/err5) -eq 1 ]"
+"$bin" thumbnail "$tmp" -o "$tmp/t4.jpg" > /dev/null 2>&1
+code=$?
+check "a directory is an error, not a crash" "[ $code -ne 0 ] && [ $code -lt 128 ]"
+
+# attache serve is attache-serve, run in its place: its own help.
+"$bin" serve --help > "$tmp/help" 2>&1
+check "serve --help is the service's" "grep -q 'attache serve' $tmp/help && grep -q -- '--max-in-flight' $tmp/help"
 
 finish cli
