@@ -10,6 +10,7 @@ import Glibc
 
 struct Batch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "batch",
         abstract: "Pre-process the media of many payloads: JSON Lines or a directory in, payloads to send out, in order.",
         discussion: """
         Every distinct media URL is fetched and rendered once per batch. The report (one JSON line per \

@@ -11,6 +11,7 @@ import Glibc
 
 struct Enrich: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "enrich",
         abstract: "Enrich one push payload: fetch, validate and thumbnail its media, print the payload to send.",
         discussion: """
         stdout carries only the payload to send (enriched, or the original byte for byte). Exit status is 0 \

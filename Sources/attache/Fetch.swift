@@ -6,6 +6,7 @@ import Logging
 
 struct Fetch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "fetch",
         abstract: "Download URLs at once through Attache's fetch engine (the same policy and limits enrich uses).",
         discussion: "Prints one summary line: transfers, failures by reason, bytes, connections opened, wall time. Bodies are discarded."
     )

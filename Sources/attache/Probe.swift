@@ -6,6 +6,7 @@ import AttachePayload
 
 struct Probe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "probe",
         abstract: "Print what a movie or sound file is and whether iOS attaches it, as JSON (the pipeline's own probe).",
         discussion: "Exit status 0 when the file could be read (whatever the verdict), 1 when it is not a readable movie or sound."
     )

@@ -10,6 +10,7 @@ import Glibc
 /// every other command ~6 ms and ~8 MB at start.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Run the enrichment service that push pipelines call per message.",
         discussion: "Runs attache-serve from the directory of attache (else from PATH); `attache serve --help` lists its options."
     )

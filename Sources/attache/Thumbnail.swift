@@ -5,6 +5,7 @@ import AttacheSupport
 
 struct Thumbnail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "thumbnail",
         abstract: "Validate a media file and write its thumbnail (the pipeline's own code; used by the benchmarks).",
         discussion: "Images: the first frame. Movies: a poster frame at --time (default: cover art, else 1 s or 10 % of a short clip)."
     )

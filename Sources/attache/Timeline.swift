@@ -6,6 +6,7 @@ import Logging
 
 struct Timeline: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "timeline",
         abstract: "Enrich one payload with full tracing and draw its timeline; or sweep deadlines to find the budget it needs.",
         discussion: """
         One lane per attachment: dns, connect, tls, first byte, download, inspect, render, store; the deadline; \
