@@ -39,10 +39,12 @@ print(f"ffmpeg -ss 5: {f:.1f} ms")
 print(f"attache fast: {fast:.1f} ms  ratio {fast / f:.3f}x (target <= 0.15x)")
 print(f"attache exact: {exact:.1f} ms  ratio {exact / f:.3f}x (target <= 1.0x)")
 PY
-peak() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
-echo "peak RSS: attache fast $(( $(peak "$bin" thumbnail "$clip" -o "$work/a.jpg" --time 5) / 1024 )) MB," \
-  "exact $(( $(peak "$bin" thumbnail "$clip" -o "$work/a.jpg" --time 5 --poster exact) / 1024 )) MB," \
-  "ffmpeg $(( $(peak ffmpeg -loglevel error -ss 5 -i "$clip" -frames:v 1 -vf scale=320:-2 -y "$work/f.jpg") / 1024 )) MB"
+peak() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }  # KiB
+units() { awk -v k="$1" 'BEGIN { printf "%.1f MiB (%d KiB = %.1f MB decimal)", k / 1024, k, k * 1.024 / 1000 }'; }
+echo "peak RSS (target < 64 MB):"
+echo "  attache fast  $(units "$(peak "$bin" thumbnail "$clip" -o "$work/a.jpg" --time 5)")"
+echo "  attache exact $(units "$(peak "$bin" thumbnail "$clip" -o "$work/a.jpg" --time 5 --poster exact)")"
+echo "  ffmpeg        $(units "$(peak ffmpeg -loglevel error -ss 5 -i "$clip" -frames:v 1 -vf scale=320:-2 -y "$work/f.jpg")")"
 
 mkdir -p "$work/root" && cp "$clip" "$work/root/clip.mp4"
 "$bin" origin --root "$work/root" --port 0 > "$work/origin.log" 2>&1 &
