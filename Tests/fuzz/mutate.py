@@ -3,7 +3,8 @@
 
 Usage: mutate.py BIN [CASES] [SEED]
 Media cases mutate the files in Samples/media (bytes flipped, magic values written, spans cut or
-inserted) and run `thumbnail` or `probe`: the exit status must be 0 or 1, never a signal.
+inserted) and run `thumbnail` (half of them with a random poster time and mode) or `probe`: the
+exit status must be 0 or 1, never a signal.
 Payload cases mutate Samples/payloads and run `enrich -`: exit 0 with a payload on stdout, or 2
 with nothing on stdout. Seeded, so a run is repeatable; failing inputs are kept in the current
 directory. Prints "N passed, N failed".
@@ -42,7 +43,13 @@ for n in range(cases):
         data = mutate(open(seed, "rb").read(), [b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"])
         path = os.path.join(work, "attache-fuzz-case")
         open(path, "wb").write(data)
-        command = [binary, "thumbnail", path, "-o", path + ".jpg"] if rng.random() < 0.7 else [binary, "probe", path]
+        if rng.random() < 0.7:
+            command = [binary, "thumbnail", path, "-o", path + ".jpg"]
+            # Movies: the poster frame at a random time, in either mode (exact decodes many frames).
+            if rng.random() < 0.5:
+                command += ["--time", f"{rng.uniform(0, 12):.2f}", "--poster", rng.choice(["fast", "exact"])]
+        else:
+            command = [binary, "probe", path]
         result = subprocess.run(command, capture_output=True, timeout=30)
         ok = result.returncode in (0, 1)
     else:
