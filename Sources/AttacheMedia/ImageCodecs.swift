@@ -1,6 +1,9 @@
 // The one Swift file that calls CImageCodecs (libjpeg-turbo, libpng, giflib and pixel ops).
 internal import CImageCodecs
 import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An 8-bit RGB or premultiplied-RGBA image owned by C memory, freed with its owner.
 final class Pixels {
@@ -9,6 +12,14 @@ final class Pixels {
     /// Takes ownership of an image a C decoder allocated.
     init(_ image: attache_image) {
         self.image = image
+    }
+
+    /// Copies 8-bit samples, `channels` per pixel, row by row (synthetic images for tests).
+    convenience init(width: Int, height: Int, channels: Int, samples: [UInt8]) {
+        precondition(width > 0 && height > 0 && (1...4).contains(channels) && samples.count == width * height * channels)
+        let buffer = malloc(samples.count)!.assumingMemoryBound(to: UInt8.self)
+        buffer.initialize(from: samples, count: samples.count)
+        self.init(attache_image(pixels: buffer, width: Int32(width), height: Int32(height), channels: Int32(channels)))
     }
 
     deinit {

@@ -151,6 +151,67 @@ import Testing
     }
 }
 
+/// The resampler on synthetic images: weights that sum to one, channels that never mix, and the
+/// premultiplied bound, for the vectorised 3- and 4-channel paths and the generic one.
+@Suite struct ResampleTests {
+    func image(_ width: Int, _ height: Int, _ channels: Int, _ sample: (Int, Int, Int) -> UInt8) -> Pixels {
+        var samples: [UInt8] = []
+        for y in 0..<height { for x in 0..<width { for c in 0..<channels { samples.append(sample(x, y, c)) } } }
+        return Pixels(width: width, height: height, channels: channels, samples: samples)
+    }
+
+    @Test(arguments: [1, 3, 4], [(97, 61, 31, 17), (10, 10, 23, 23), (640, 400, 320, 200)])
+    func aFlatColourStaysFlat(_ channels: Int, _ sizes: (Int, Int, Int, Int)) throws {
+        let colour: [UInt8] = [200, 17, 99, 230]
+        let out = try ImageCodecs.resize(image(sizes.0, sizes.1, channels) { _, _, c in colour[c] }, width: sizes.2, height: sizes.3)
+        #expect((out.width, out.height) == (sizes.2, sizes.3))
+        for y in 0..<out.height {
+            for x in 0..<out.width {
+                #expect(out.channelValues(x: x, y: y) == colour.prefix(channels).map(Int.init))
+            }
+        }
+    }
+
+    @Test(arguments: [3, 4])
+    func channelsNeverMix(_ channels: Int) throws {
+        // Red rises left to right, green is constant, blue falls, alpha (if any) is opaque.
+        let source = image(300, 40, channels) { x, _, c in
+            switch c {
+            case 0: UInt8(x * 255 / 299)
+            case 1: 128
+            case 2: UInt8(255 - x * 255 / 299)
+            default: 255
+            }
+        }
+        let out = try ImageCodecs.resize(source, width: 97, height: 13)
+        for y in 0..<out.height {
+            var last = out.channelValues(x: 0, y: y)
+            for x in 1..<out.width {
+                let v = out.channelValues(x: x, y: y)
+                #expect(v[0] >= last[0] && v[2] <= last[2])
+                #expect(v[1] == 128 && abs(v[0] + v[2] - 255) <= 1)
+                if channels == 4 { #expect(v[3] == 255) }
+                last = v
+            }
+        }
+    }
+
+    @Test func premultipliedColourNeverExceedsAlpha() throws {
+        // Sharp edges between opaque white and transparent black: the kernel's negative lobes
+        // overshoot, and the clamp must keep every colour at or under its alpha.
+        let source = image(64, 64, 4) { x, y, _ in (x / 8 + y / 8) % 2 == 0 ? 255 : 0 }
+        for size in [(23, 23), (150, 150)] {
+            let out = try ImageCodecs.resize(source, width: size.0, height: size.1)
+            for y in 0..<out.height {
+                for x in 0..<out.width {
+                    let v = out.channelValues(x: x, y: y)
+                    #expect(v[0] <= v[3] && v[1] <= v[3] && v[2] <= v[3])
+                }
+            }
+        }
+    }
+}
+
 extension Pixels {
     func pixel(x: Int, y: Int) -> (r: Int, g: Int, b: Int, a: Int) {
         let v = channelValues(x: x, y: y)
