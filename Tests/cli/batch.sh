@@ -5,10 +5,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 trap 'kill $origin 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 
-port=$(free_port)
-"$bin" origin --root Samples/media --port "$port" > "$tmp/origin.log" 2>&1 &
-origin=$!
-for _ in $(seq 50); do grep -q listening "$tmp/origin.log" 2>/dev/null && break; sleep 0.1; done
+start_origin
 
 # Proxy variables in the environment are ignored (port 9 on loopback would refuse the connection).
 echo "{\"aps\":{\"alert\":\"p\",\"mutable-content\":1},\"media-url\":\"http://127.0.0.1:$port/alpha.png\"}" \

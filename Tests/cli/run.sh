@@ -4,7 +4,8 @@
 # `probe` on files and standard input, and of `serve` handing over to attache-serve.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-trap 'rm -rf "$tmp"' EXIT
+origin=
+trap 'kill $origin 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # Passthrough: byte for byte, exit 0, nothing else on stdout.
 "$bin" enrich Samples/payloads/passthrough-not-mutable.json --media-dir "$tmp/m" > "$tmp/out" 2> "$tmp/err"
@@ -57,5 +58,18 @@ check "a directory is an error, not a crash" "[ $code -ne 0 ] && [ $code -lt 128
 # attache serve is attache-serve, run in its place: its own help.
 "$bin" serve --help > "$tmp/help" 2>&1
 check "serve --help is the service's" "grep -q 'attache serve' $tmp/help && grep -q -- '--max-in-flight' $tmp/help"
+
+# The deadline holds for the whole process: an origin that accepts and never answers, a 300 ms
+# deadline, and the original comes out, byte for byte, with the process gone well before 300 ms
+# plus start-up and exit (no wait on the hung transfer). Release builds take ~305 ms here, debug
+# ~320 ms; the bound leaves room for a loaded CI machine.
+start_origin
+echo "{\"aps\":{\"alert\":\"h\",\"mutable-content\":1},\"fcm_options\":{\"image\":\"http://127.0.0.1:$port/photo.jpg?hang=1\"}}" > "$tmp/hang.json"
+started=$(date +%s%N)
+"$bin" enrich "$tmp/hang.json" --deadline 300ms --allow-address 127.0.0.1/32 --media-dir "$tmp/m" --report "$tmp/hang-report.json" > "$tmp/hang-out" 2> /dev/null
+code=$? elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
+check "a hanging origin: exit 0 with the original bytes" "[ $code -eq 0 ] && cmp -s $tmp/hang.json $tmp/hang-out"
+check "a hanging origin: reason timeout" "grep -q '\"reason\":\"timeout\"' $tmp/hang-report.json"
+check "a hanging origin: the process ends within 300 ms + 150 (took $elapsed ms)" "[ $elapsed -ge 300 ] && [ $elapsed -lt 450 ]"
 
 finish cli

@@ -6,9 +6,7 @@ source "$(dirname "$0")/lib.sh"
 cleanup() { kill "$origin" "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-oport=$(free_port)
-"$bin" origin --root Samples/media --port "$oport" > "$tmp/origin.log" 2>&1 &
-origin=$!
+start_origin
 sport=$(free_port)
 "$bin" serve --port "$sport" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --cache-ttl 0 > "$tmp/serve.log" 2>&1 &
 server=$!
@@ -22,7 +20,7 @@ check "a chunked body over 64 KiB is 413 (got $code)" "[ $code -eq 413 ]"
 # Each request's media takes 1 s to arrive (16 connections to the origin, so up to 4 s in all); the
 # deadline is 6 s: all 50 are in flight at SIGTERM, and all 50 still finish.
 for i in $(seq 50); do
-  body="{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$oport/photo.jpg?delay=1000&n=$i\"}"
+  body="{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?delay=1000&n=$i\"}"
   curl -s -o "$tmp/out.$i" -w "%{http_code}\n" -H "Attache-Deadline-Ms: 6000" --data-binary "$body" \
     "http://127.0.0.1:$sport/v1/enrich" > "$tmp/code.$i" &
 done
