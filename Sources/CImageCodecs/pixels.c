@@ -54,37 +54,18 @@ static inline uint8_t clamp8(float v) {
     return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)(v + 0.5f);
 }
 
-static inline __attribute__((always_inline)) void horizontal_pass(const attache_image *in, const contribution *h,
-                                                                  int width, float *tmp, const int c) {
-    for (int y = 0; y < in->height; y++) {
-        const uint8_t *src = in->pixels + (size_t)y * in->width * c;
-        float *t = tmp + (size_t)y * width * c;
-        for (int x = 0; x < width; x++) {
-            float acc[4] = { 0, 0, 0, 0 };
-            const contribution *k = &h[x];
-            const uint8_t *p = src + (size_t)k->start * c;
-            for (int j = 0; j < k->count; j++, p += c) {
-                const float w = k->weights[j];
-                for (int ch = 0; ch < c; ch++) acc[ch] += p[ch] * w;
-            }
-            for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
-        }
-    }
-}
-
-// Three or four channels: each source row is widened once into 4-float pixels, so a tap is one
-// vector multiply-add over the pixel's channels instead of a conversion and a multiply-add per
-// channel. Every lane does the same operations in the same order as horizontal_pass, so the
-// output is the same to the bit.
+// Each source row is widened once into 4-float pixels (lanes past the channel count stay zero),
+// so a tap is one vector multiply-add over the pixel's channels instead of a conversion and a
+// multiply-add per channel. Each lane sums its taps in the same order as a per-channel loop would.
 typedef float float4 __attribute__((vector_size(16)));
 
-static inline __attribute__((always_inline)) void horizontal_pass_vector(const attache_image *in, const contribution *h,
-                                                                         int width, float *tmp, float4 *row, const int c) {
+static inline __attribute__((always_inline)) void horizontal_pass(const attache_image *in, const contribution *h,
+                                                                  int width, float *tmp, float4 *row, const int c) {
     for (int y = 0; y < in->height; y++) {
         const uint8_t *src = in->pixels + (size_t)y * in->width * c;
         for (int x = 0; x < in->width; x++) {
             const uint8_t *p = src + (size_t)x * c;
-            row[x] = (float4){ p[0], p[1], p[2], c == 4 ? p[3] : 0 };
+            row[x] = (float4){ p[0], c > 1 ? p[1] : 0, c > 2 ? p[2] : 0, c > 3 ? p[3] : 0 };
         }
         float *t = tmp + (size_t)y * width * c;
         for (int x = 0; x < width; x++) {
@@ -99,27 +80,26 @@ static inline __attribute__((always_inline)) void horizontal_pass_vector(const a
 
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
     memset(out, 0, sizeof *out);
-    if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0) return ATTACHE_ERR_INVALID;
     const int c = in->channels;
+    if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0 || c < 1 || c > 4) return ATTACHE_ERR_INVALID;
+    const size_t row = (size_t)width * c;
     float *hs = NULL, *vs = NULL;
     contribution *h = contributions(in->width, width, &hs);
     contribution *v = contributions(in->height, height, &vs);
-    float *tmp = malloc(sizeof(float) * (size_t)width * in->height * c);
-    uint8_t *dst = malloc((size_t)width * height * c);
-    if (!h || !v || !tmp || !dst) {
-        free(h); free(hs); free(v); free(vs); free(tmp); free(dst);
+    float4 *wide = malloc(sizeof(float4) * (size_t)in->width);
+    float *tmp = malloc(sizeof(float) * row * in->height);
+    float *acc = malloc(sizeof(float) * row);
+    uint8_t *dst = malloc(row * height);
+    if (!h || !v || !wide || !tmp || !acc || !dst) {
+        free(h); free(hs); free(v); free(vs); free(wide); free(tmp); free(acc); free(dst);
         return ATTACHE_ERR_NOMEM;
     }
-    float4 *wide = c == 3 || c == 4 ? malloc(sizeof(float4) * (size_t)in->width) : NULL;
-    if (c == 3 && wide) horizontal_pass_vector(in, h, width, tmp, wide, 3);
-    else if (c == 4 && wide) horizontal_pass_vector(in, h, width, tmp, wide, 4);
-    else horizontal_pass(in, h, width, tmp, c);  // one or two channels, or no memory for the row
-    free(wide);
-    const size_t row = (size_t)width * c;
-    float *acc = malloc(sizeof(float) * row);
-    if (!acc) {
-        free(h); free(hs); free(v); free(vs); free(tmp); free(dst);
-        return ATTACHE_ERR_NOMEM;
+    // With the channel count a constant, the per-channel loops unroll.
+    switch (c) {
+        case 1: horizontal_pass(in, h, width, tmp, wide, 1); break;
+        case 2: horizontal_pass(in, h, width, tmp, wide, 2); break;
+        case 3: horizontal_pass(in, h, width, tmp, wide, 3); break;
+        default: horizontal_pass(in, h, width, tmp, wide, 4); break;
     }
     for (int y = 0; y < height; y++) {
         const contribution *k = &v[y];
@@ -139,7 +119,7 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
             }
         }
     }
-    free(h); free(hs); free(v); free(vs); free(tmp); free(acc);
+    free(h); free(hs); free(v); free(vs); free(wide); free(tmp); free(acc);
     out->pixels = dst;
     out->width = width;
     out->height = height;

@@ -5,6 +5,9 @@ struct AttacheCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
         abstract: "Media enrichment for push notifications: a Linux analogue of Apple's Notification Service Extension.",
+        // Each subcommand sets its commandName: derived, ArgumentParser would spell it with
+        // String(describing:), whose dynamic casts scan every conformance record of the static
+        // binary at start-up.
         subcommands: [Enrich.self, Serve.self, Batch.self, Timeline.self, Probe.self, Fetch.self, Origin.self, Thumbnail.self]
     )
 
