@@ -2,6 +2,7 @@ import AttacheFetch
 import AttacheMedia
 import AttachePayload
 import AttacheStore
+import AttacheSupport
 import Logging
 
 /// Everything `attache enrich` (and tests, and later the service) configures, in one place.
@@ -32,12 +33,17 @@ public struct EnrichmentOptions: Sendable {
 public struct Enrichment: Sendable {
     public let runtime: ExtensionRuntime
     public let services: MediaServices
+    /// This process's temp files (fetched bodies, store writes), removed by `shutdown()`.
+    public let scratch: ScratchSpace
 
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
-        let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL)
+        try FileStore.makeDirectories(options.mediaDirectory)
+        scratch = try ScratchSpace(in: options.mediaDirectory)
+        let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL,
+                                  tempDirectory: scratch.path)
         let engine = try FetchEngine(
             configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
-                                 tempDirectory: store.directory),
+                                 tempDirectory: scratch.path),
             logger: logger
         )
         let configuration = EnrichConfiguration(
@@ -69,7 +75,10 @@ public struct Enrichment: Sendable {
         try runtime.passOn(bytes, reason: reason)
     }
 
+    /// Stops the fetch engine and removes this process's temp files, however many bodies are
+    /// still referenced (an abandoned decode's, say).
     public func shutdown() {
         services.engine.shutdown()
+        scratch.removeAll()
     }
 }

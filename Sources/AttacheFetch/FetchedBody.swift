@@ -52,11 +52,9 @@ public final class FetchedBody: @unchecked Sendable {
     }
 
     private func openTempFile() -> Bool {
-        var template = Array("\(directory)/.attache-fetch-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { return false }
+        guard let (descriptor, made) = makeTempFile(in: directory, prefix: "fetch") else { return false }
         fd = descriptor
-        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        path = made
         return true
     }
 

@@ -29,10 +29,14 @@ public struct FileStore: MediaStore {
     public let directory: String
     /// `https://cdn.example.com/media` → URLs `https://cdn.example.com/media/<name>`; nil → `file://`.
     public let publicBaseURL: String?
+    /// Where files are written before they are renamed in (a process's `ScratchSpace` on the same
+    /// filesystem, so nothing half-written is ever left among the stored names); nil: beside them.
+    public let tempDirectory: String?
 
-    public init(directory: String, publicBaseURL: String? = nil) throws {
+    public init(directory: String, publicBaseURL: String? = nil, tempDirectory: String? = nil) throws {
         self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
         self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.tempDirectory = tempDirectory
         try Self.makeDirectories(self.directory)
     }
 
@@ -55,9 +59,9 @@ public struct FileStore: MediaStore {
         let path = "\(directory)/\(name)"
         if access(path, F_OK) != 0 {
             do {
-                try writeFileAtomically(path, bytes)
+                try writeFileAtomically(path, bytes, tempDirectory: tempDirectory)
             } catch {
-                throw StoreError("cannot write \(path)")
+                throw StoreError("\(error)")
             }
         }
         return StoredMedia(name: name, url: url(for: name))

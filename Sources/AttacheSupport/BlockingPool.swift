@@ -21,7 +21,9 @@ public final class AbortFlag: Sendable {
 // @unchecked: `state` is guarded by its Mutex; `semaphore` is a POSIX semaphore, safe from any thread.
 public final class BlockingPool: @unchecked Sendable {
     private struct State {
-        var jobs: [@Sendable () -> Void] = []
+        /// A job's slot is emptied when a thread takes it: a finished job's captures (a fetched
+        /// body and its temp file) must not outlive it until the queue is next compacted.
+        var jobs: [(@Sendable () -> Void)?] = []
         var head = 0
         var stopped = false
     }
@@ -47,7 +49,7 @@ public final class BlockingPool: @unchecked Sendable {
             while sem_wait(semaphore) != 0 {}
             let job: (@Sendable () -> Void)? = state.withLock { s in
                 guard s.head < s.jobs.count else { return nil }
-                let job = s.jobs[s.head]
+                let job = s.jobs[s.head].take()
                 s.head += 1
                 if s.head > 64 && s.head * 2 > s.jobs.count {
                     s.jobs.removeFirst(s.head)

@@ -58,21 +58,51 @@ public func writeAll(fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
     return true
 }
 
-/// A whole file written under a temp name in the same directory and renamed into place, so a
-/// reader (or a resumed batch) never sees part of it. Mode 0644.
-public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws {
-    let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-    var template = Array("\(directory)/.tmp-XXXXXX".utf8CString)
-    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-    guard fd >= 0 else { throw FileReadError(description: "cannot create a file in \(directory)") }
-    let temp = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+/// A new file `DIRECTORY/PREFIX-XXXXXX`, open for reading and writing, mode 0600; nil (errno
+/// set) when it cannot be made. A directory that vanished (swept as stale by another process) is
+/// made again once.
+public func makeTempFile(in directory: String, prefix: String) -> (fd: Int32, path: String)? {
+    for attempt in 0..<2 {
+        var template = Array("\(directory)/\(prefix)-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if fd >= 0 {
+            return (fd, String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        guard attempt == 0, errno == ENOENT else { return nil }
+        _ = mkdir(directory, 0o700)
+    }
+    return nil
+}
+
+/// A whole file written under a temp name and renamed into place, so a reader (or a resumed
+/// batch) never sees part of it. Mode 0644. The temp file is made in `tempDirectory` (which must
+/// be on the same filesystem), else beside the file.
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory: String? = nil) throws {
+    let directory = tempDirectory ?? path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    guard let (fd, temp) = makeTempFile(in: directory, prefix: ".tmp") else {
+        throw FileReadError(description: "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
+    }
     let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
+    let error = errno
     fchmod(fd, 0o644)
     let closed = close(fd) == 0
     guard written, closed, rename(temp, path) == 0 else {
         unlink(temp)
-        throw FileReadError(description: "cannot write \(path)")
+        throw FileReadError(description: "cannot write \(path): \(String(cString: strerror(written ? errno : error)))")
     }
+}
+
+/// The names in a directory, without `.` and `..`, in no particular order; empty when it cannot
+/// be read.
+public func directoryEntries(_ path: String) -> [String] {
+    guard let dir = opendir(path) else { return [] }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
 }
 
 /// The bytes of a file the user named on the command line ("-": standard input). A regular file

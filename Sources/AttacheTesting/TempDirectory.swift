@@ -1,3 +1,4 @@
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,14 +14,7 @@ public func makeTempDirectory() throws -> String {
 
 /// Names in a directory (without . and ..), sorted.
 public func listDirectory(_ path: String) -> [String] {
-    guard let dir = opendir(path) else { return [] }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names.sorted()
+    directoryEntries(path).sorted()
 }
 
 extension String {

@@ -210,7 +210,7 @@ let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"imag
     }
 }
 
-/// Timing-sensitive: run after the rest, on their own (see the Makefile).
+/// Deadline behaviour through the service (bounds: the deadline + 1 s); run after the rest (see the Makefile).
 @Suite(.serialized) struct ServerDeadlineTests {
     @Test func liveOnLoopback() async throws {
         let h = try ServiceHarness()
@@ -243,7 +243,8 @@ let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"imag
             #expect(elapsed.count == 200)
             #expect(elapsed.allSatisfy { $0.1 })
             let slowest = elapsed.map(\.0).max() ?? .zero
-            #expect(slowest < .milliseconds(520), "slowest answer after \(slowest)")
+            // The origin never answers: every answer by the deadline + 1 s proves none waited for it.
+            #expect(slowest < .milliseconds(1500), "slowest answer after \(slowest)")
         }
     }
 }

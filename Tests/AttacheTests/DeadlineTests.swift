@@ -5,9 +5,12 @@ import AttacheTesting
 import Testing
 import TitleRewriter
 
-/// Timing-sensitive: `make test` runs every *Deadline* suite on its own, after the rest.
+/// The deadline as behaviour: the answer comes at the deadline, not when a hung origin or a busy
+/// decoder would let it. Bounds are the deadline + 1 s — enough to prove nothing was waited for,
+/// loose enough for a busy machine; how close to the deadline answers land is measured by
+/// `Benchmarks/deadline.sh`, not here. `make test` runs the *Deadline* suites after the rest.
 @Suite(.serialized) struct DeadlineTests {
-    @Test func aHangingOriginFallsBackWithinTwentyMilliseconds() async throws {
+    @Test func aHangingOriginFallsBackAtTheDeadline() async throws {
         let h = try Harness()
         defer { h.stop() }
         let e = try h.enrichment { $0.deadline = .milliseconds(300) }
@@ -19,7 +22,7 @@ import TitleRewriter
         #expect(emission.bytes == input)
         #expect(emission.outcome == .fallback)
         #expect(emission.reason == .timeout)
-        #expect(elapsed < .milliseconds(320), "emitted after \(elapsed)")
+        #expect(elapsed < .milliseconds(1300), "emitted after \(elapsed)")  // the origin never answers
         #expect(emission.report.attachments.first?.reason == .timeout)
     }
 
@@ -35,7 +38,7 @@ import TitleRewriter
         let elapsed = start.duration(to: .now)
         #expect(emission.bytes == input)
         #expect(emission.reason == .timeout)
-        #expect(elapsed < .milliseconds(220), "emitted after \(elapsed)")
+        #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")
     }
 
     @Test func theSweepFindsTheFlipPointWithinOneStep() async throws {
@@ -43,13 +46,14 @@ import TitleRewriter
         defer { h.stop(e) }
         // The image arrives 400 ms after it is asked for.
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png?delay=400"}"#)
-        let step = Duration.milliseconds(100)
-        let deadlines = DeadlineSweep.deadlines(from: .milliseconds(100), to: .milliseconds(1000), step: step)
+        let step = Duration.milliseconds(200)
+        let deadlines = DeadlineSweep.deadlines(from: .milliseconds(200), to: .milliseconds(2000), step: step)
         #expect(deadlines.count == 10)
         let runs = try await DeadlineSweep(enrichment: e).run(input, deadlines: deadlines)
         let flip = try #require(DeadlineSweep.flipPoints(runs).first?.deadline)
+        // Never before the image can arrive; within two steps of it (a busy machine may need the second).
         #expect(flip > .milliseconds(400))
-        #expect(flip <= .milliseconds(400) + step)
+        #expect(flip <= .milliseconds(400) + step * 2)
     }
 
     @Test func aSlowDownloadLeavesNoTempFileBehind() async throws {
@@ -61,8 +65,8 @@ import TitleRewriter
         // 1 MB/s for a 3 MB body: the first MB spills to a temp file, then the deadline fires.
         let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/big.jpg?rate=1000000"}"#))
         #expect(emission.reason == .timeout)
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(listDirectory(h.mediaDirectory).isEmpty)
+        #expect(await eventually { listDirectory(h.mediaDirectory).filter { !$0.hasPrefix(".") }.isEmpty })
+        #expect(await eventually { h.temporaryFiles().isEmpty })
     }
 
     @Test func bestAttemptEmitsWhatFinished() async throws {
@@ -89,7 +93,7 @@ import TitleRewriter
         func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
             let pool = BlockingPool(threads: 1)
             _ = try? await pool.run { _ in
-                let end = ContinuousClock.now + .seconds(2)
+                let end = ContinuousClock.now + .seconds(5)
                 while ContinuousClock.now < end {}  // spins; never looks at its abort flag
             }
             var content = request.content
@@ -108,7 +112,7 @@ import TitleRewriter
         let elapsed = start.duration(to: .now)
         #expect(emission.bytes == input)
         #expect(emission.reason == .timeout)
-        #expect(elapsed < .milliseconds(220), "emitted after \(elapsed)")
+        #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")  // the stage spins for 5 s
     }
 
     @Test func aCallbackExtensionRewritesTheTitle() async throws {
@@ -131,6 +135,6 @@ import TitleRewriter
         let emission = try await runtime.process(input) { CallbackExtensionAdapter(SilentExtension()) }
         #expect(emission.bytes == input)
         #expect(emission.reason == .timeout)
-        #expect(start.duration(to: .now) < .milliseconds(170))
+        #expect(start.duration(to: .now) < .milliseconds(1150))
     }
 }

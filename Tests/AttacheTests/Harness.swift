@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
 import AttachePayload
+import AttacheSupport
 import AttacheTesting
 import Logging
 
@@ -36,6 +37,12 @@ struct Harness {
 
     func stop() {
         origin.stop()
+    }
+
+    /// Temp files left by every process that used this media directory (fetched bodies, store writes).
+    func temporaryFiles() -> [String] {
+        let root = "\(mediaDirectory)/\(ScratchSpace.folderName)"
+        return listDirectory(root).flatMap { process in listDirectory("\(root)/\(process)") }
     }
 
     /// A harness and its enrichment; stop both with `stop(e)`.
