@@ -34,8 +34,10 @@ public final class MediaServices: Sendable {
     public let attachmentsKey: String
     /// Results by media URL and render options, shared by every payload (nil: no cache).
     public let cache: MediaCache?
-    /// Media fetched and rendered at once, process-wide: bounds the bodies held in memory while
-    /// they wait for a decoder thread.
+    /// Media decoded, rendered and stored at once, process-wide: bounds the pixels and renditions
+    /// held in memory. Taken after the download, never while waiting on an origin: a slow origin
+    /// must not hold the slots that other origins' media need (per-origin fairness is the fetch
+    /// engine's, and would not survive a shared slot held through downloads).
     let mediaJobs: AsyncSemaphore
     let pipeline: ImagePipeline
     let logger: Logger
@@ -209,12 +211,6 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
-        try await services.mediaJobs.withPermit {
-            try await fetchAndRenderNow(media, index: index, deadline: deadline)
-        }
-    }
-
-    private func fetchAndRenderNow(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
         let limits = services.configuration.limits
         var request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
             Self.judgePrefix(prefix, limits: limits)
@@ -232,22 +228,13 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
 
         let kind = Sniffer.sniff(fetched.body.prefix)?.kind ?? .image
-        let rendered = kind == .image
-            ? try await renderImage(fetched, media: media, index: index)
-            : try await renderMovie(fetched, media: media, index: index)
-
-        let storeStart = ContinuousClock.now
-        let storeOffset = since()
-        let store = services.store
-        let (main, thumbnail) = try await services.pool.run { _ in
-            (try store.put(rendered.main, fileExtension: rendered.format.fileExtension),
-             try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
+        let (rendered, main, thumbnail) = try await services.mediaJobs.withPermit {
+            let rendered = kind == .image
+                ? try await renderImage(fetched, media: media, index: index)
+                : try await renderMovie(fetched, media: media, index: index)
+            let (main, thumbnail) = try await store(rendered, index: index)
+            return (rendered, main, thumbnail)
         }
-        update(index) {
-            $0.timings.storeStart = storeOffset
-            $0.timings.store = storeStart.duration(to: .now).milliseconds
-        }
-
         var thumbnailEntry: AttachmentEntry.Thumbnail?
         if let stored = thumbnail, let image = rendered.thumbnail {
             thumbnailEntry = .init(url: stored.url, width: image.width, height: image.height)
@@ -258,6 +245,21 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             thumbnail: thumbnailEntry,
             options: media.options
         )
+    }
+
+    private func store(_ rendered: Rendered, index: Int) async throws -> (StoredMedia, StoredMedia?) {
+        let storeStart = ContinuousClock.now
+        let storeOffset = since()
+        let store = services.store
+        let stored = try await services.pool.run { _ in
+            (try store.put(rendered.main, fileExtension: rendered.format.fileExtension),
+             try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
+        }
+        update(index) {
+            $0.timings.storeStart = storeOffset
+            $0.timings.store = storeStart.duration(to: .now).milliseconds
+        }
+        return stored
     }
 
     /// What goes into the store and the attachment entry.

@@ -17,6 +17,7 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case unsupportedType = "unsupported-type", invalidMedia = "invalid-media", limitsExceeded = "limits-exceeded"
         case payloadTooLarge = "payload-too-large", keyConflict = "key-conflict", noMedia = "no-media"
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
+        case clientGone = "client-gone", interrupted, ambiguousPayload = "ambiguous-payload"
     }
     private let base: Base
     private init(_ base: Base) { self.base = base }
@@ -36,6 +37,14 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     public static let storeFailed = Reason(.storeFailed)
     /// The service had as many enrichments in flight as it allows: answered at once, unchanged.
     public static let overloaded = Reason(.overloaded)
+    /// The service's client closed the connection before the answer: the work stopped (logged and
+    /// counted; nobody reads the answer).
+    public static let clientGone = Reason(.clientGone)
+    /// `attache enrich` got SIGTERM or SIGINT before it had an answer: the original went out.
+    public static let interrupted = Reason(.interrupted)
+    /// A key Attache reads or writes (`aps`, `mutable-content`, a dialect's keys, the attachments
+    /// key) appears twice in one object: which one a device keeps is not something to bet on.
+    public static let ambiguousPayload = Reason(.ambiguousPayload)
 
     /// Maps a reason string from a lower layer (fetch, media); unknown strings become `fetch-failed`.
     public init(code: String) {

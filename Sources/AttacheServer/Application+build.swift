@@ -12,9 +12,13 @@ public func buildApplication(
     metrics: ServerMetrics = ServerMetrics(),
     logger: Logger = Logger(label: "attache.server")
 ) -> some ApplicationProtocol {
-    let router = buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics)
+    let connections = Connections()
+    let router = buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics,
+                             connections: connections)
+    let limits = configuration.connections
     return Application(
         router: router,
+        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: connections)])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
         logger: logger
     )
@@ -25,11 +29,27 @@ public func buildRouter(
     enrichment: Enrichment,
     registry: PrometheusCollectorRegistry? = nil,
     metrics: ServerMetrics = ServerMetrics()
-) -> Router<BasicRequestContext> {
-    let router = Router(context: BasicRequestContext.self)
-    router.add(middleware: BearerAuth(tokens: configuration.tokens))
-    EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics).register(on: router)
+) -> Router<AttacheRequestContext> {
+    buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics, connections: Connections())
+}
+
+func buildRouter(
+    configuration: ServerConfiguration,
+    enrichment: Enrichment,
+    registry: PrometheusCollectorRegistry?,
+    metrics: ServerMetrics,
+    connections: Connections
+) -> Router<AttacheRequestContext> {
+    let router = Router(context: AttacheRequestContext.self)
+    // Authentication is decided on the route that matched, not on the path's spelling: the router
+    // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
+    let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))
+    EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
+        .register(on: guarded)
+    let health = HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory,
+                                  minimumFreeBytes: configuration.minimumFreeBytes, registry: registry)
+    health.register(on: router)
+    health.registerMetrics(on: guarded)
     MediaController(directory: configuration.mediaDirectory).register(on: router)
-    HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory, registry: registry).register(on: router)
     return router
 }

@@ -1,8 +1,9 @@
 import HTTPTypes
 import Hummingbird
 
-/// Requires `Authorization: Bearer <token>` on `/v1/*` and `/metrics` when tokens are configured.
-/// Tokens are compared in constant time; a refused request never reaches a handler (no fetch).
+/// Requires `Authorization: Bearer <token>` on the routes of the group it guards (`/v1/enrich`,
+/// `/metrics`) when tokens are configured. Tokens are compared in constant time; a refused request
+/// never reaches a handler (no fetch).
 struct BearerAuth<Context: RequestContext>: RouterMiddleware {
     let tokens: [[UInt8]]
 
@@ -11,10 +12,7 @@ struct BearerAuth<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        guard !tokens.isEmpty, path.hasPrefix("/v1/") || path == "/metrics" else {
-            return try await next(request, context)
-        }
+        guard !tokens.isEmpty else { return try await next(request, context) }
         let header = request.headers[.authorization] ?? ""
         let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
         // Every token is compared in full, whether or not an earlier one matched.

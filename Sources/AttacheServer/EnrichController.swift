@@ -18,6 +18,7 @@ struct EnrichController: Sendable {
     let configuration: ServerConfiguration
     let enrichment: Enrichment
     let metrics: ServerMetrics
+    let connections: Connections
     let inFlight = InFlight()
 
     final class InFlight: Sendable {
@@ -34,11 +35,11 @@ struct EnrichController: Sendable {
         func leave() -> Int { count.wrappingSubtract(1, ordering: .relaxed).newValue }
     }
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: some RouterMethods<AttacheRequestContext>) {
         router.post("/v1/enrich") { request, context in try await enrich(request, context: context) }
     }
 
-    func enrich(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func enrich(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         let id = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? Self.newRequestID()
         var logger = context.logger
         logger[metadataKey: "attache.request.id"] = .string(id)
@@ -55,7 +56,7 @@ struct EnrichController: Sendable {
 
         let emission: Emission
         do {
-            emission = try await answer(bytes, id: id, deadline: deadline)
+            emission = try await answer(bytes, id: id, deadline: deadline, channel: context.channel)
         } catch {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
@@ -73,14 +74,26 @@ struct EnrichController: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: emission.bytes)))
     }
 
-    /// Enriches within the in-flight limit; past it, the original at once with `overloaded`.
-    private func answer(_ bytes: [UInt8], id: String, deadline: Duration) async throws(PayloadError) -> Emission {
+    /// Enriches within the in-flight limit; past it, the original at once with `overloaded`. A
+    /// client that goes away stops its enrichment (and frees its slots); work it shares with other
+    /// requests goes on for them (the cache's single-flight hands it over).
+    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, channel: any Channel) async throws(PayloadError) -> Emission {
         guard let current = inFlight.enter(limit: configuration.maxInFlight) else {
             return try enrichment.passOn(bytes, reason: .overloaded)
         }
         metrics.inFlight(current)
         defer { metrics.inFlight(inFlight.leave()) }
-        return try await enrichment.enrich(bytes, identifier: id, deadline: deadline)
+        let enrichment = self.enrichment
+        let work: @Sendable () async -> Result<Emission, PayloadError> = {
+            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline)) }
+            catch { return .failure(error) }
+        }
+        guard let watch = connections.watch(for: channel) else { return try await work().get() }
+        guard let result = await watch.run(work) else {
+            // Nobody is left to read the answer; the original stands in for it.
+            return try enrichment.passOn(bytes, reason: .clientGone)
+        }
+        return try result.get()
     }
 
     /// `fetch;dur=…, render;dur=…, total;dur=…`: the slowest attachment's time per stage.

@@ -9,7 +9,7 @@ import NIOPosix
 struct MediaController: Sendable {
     let directory: String
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: some RouterMethods<AttacheRequestContext>) {
         router.get("/media/{name}") { request, context in try await serve(request, context: context, head: false) }
         router.head("/media/{name}") { request, context in try await serve(request, context: context, head: true) }
     }
@@ -27,7 +27,7 @@ struct MediaController: Sendable {
         return (parts[0], parts[1])
     }
 
-    func serve(_ request: Request, context: BasicRequestContext, head: Bool) async throws -> Response {
+    func serve(_ request: Request, context: AttacheRequestContext, head: Bool) async throws -> Response {
         guard let name = context.parameters.get("name"), let (hash, ext) = Self.validName(name) else {
             throw HTTPError(.notFound)
         }

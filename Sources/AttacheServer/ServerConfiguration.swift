@@ -16,6 +16,11 @@ public struct ServerConfiguration: Sendable {
     public var tokens: [String]
     /// Where `/media/<name>` reads from (the enrichment's media directory).
     public var mediaDirectory: String
+    /// `/readyz` says 503 when the media directory's filesystem has less free space than this
+    /// (default: the largest attachment, a 50 MB movie).
+    public var minimumFreeBytes: Int
+    /// Header, body and idle timeouts, and the connection cap.
+    public var connections: ConnectionLimits
 
     public init(
         host: String = "127.0.0.1",
@@ -25,7 +30,9 @@ public struct ServerConfiguration: Sendable {
         maxBodyBytes: Int = 64 * 1024,
         maxInFlight: Int = 256,
         tokens: [String] = [],
-        mediaDirectory: String = "./attache-media"
+        mediaDirectory: String = "./attache-media",
+        minimumFreeBytes: Int = 50 * 1024 * 1024,
+        connections: ConnectionLimits = ConnectionLimits()
     ) {
         self.host = host
         self.port = port
@@ -35,5 +42,7 @@ public struct ServerConfiguration: Sendable {
         self.maxInFlight = maxInFlight
         self.tokens = tokens
         self.mediaDirectory = mediaDirectory
+        self.minimumFreeBytes = minimumFreeBytes
+        self.connections = connections
     }
 }

@@ -17,7 +17,8 @@ struct ServiceHarness {
     let registry = PrometheusCollectorRegistry()
     let server: ServerConfiguration
 
-    init(tokens: [String] = [], maxInFlight: Int = 64, deadline: Duration = .seconds(5), cache: Bool = true) throws {
+    init(tokens: [String] = [], maxInFlight: Int = 64, deadline: Duration = .seconds(5), cache: Bool = true,
+         maxMediaJobs: Int = 32, connections: ConnectionLimits = ConnectionLimits(), minimumFreeBytes: Int = 0) throws {
         origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         mediaDirectory = try makeTempDirectory()
         var options = EnrichmentOptions()
@@ -26,9 +27,11 @@ struct ServiceHarness {
         options.deadline = deadline
         options.publicBaseURL = "https://cdn.example.com/media"
         options.cache = cache ? MediaCache.Configuration() : nil
+        options.maxMediaJobs = maxMediaJobs
         enrichment = try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         server = ServerConfiguration(host: "127.0.0.1", port: 0, defaultDeadline: deadline, maxInFlight: maxInFlight,
-                                     tokens: tokens, mediaDirectory: mediaDirectory)
+                                     tokens: tokens, mediaDirectory: mediaDirectory, minimumFreeBytes: minimumFreeBytes,
+                                     connections: connections)
     }
 
     var app: some ApplicationProtocol {

@@ -1,0 +1,14 @@
+import Hummingbird
+import NIOCore
+
+/// The request context of the service: Hummingbird's core context plus the connection the
+/// request came on, so that work for a client who has gone can be stopped.
+public struct AttacheRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}

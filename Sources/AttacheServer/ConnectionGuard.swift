@@ -1,0 +1,287 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// How long a connection may take over each part of HTTP/1.1, and how many may be open.
+public struct ConnectionLimits: Sendable {
+    /// From the connection's start until a request's headers are in.
+    public var headerTimeout: Duration
+    /// From the headers until the whole body is in.
+    public var bodyTimeout: Duration
+    /// Between a response and the next request's headers (keep-alive).
+    public var idleTimeout: Duration
+    /// Connections open at once; past that a request is answered 503 and its connection closed.
+    public var maxConnections: Int
+
+    public init(headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10),
+                idleTimeout: Duration = .seconds(60), maxConnections: Int = 4096) {
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
+    }
+}
+
+/// The open connections, shared by every connection's guard and by the handlers: how many there
+/// are, and for each one a way for a request's work to learn that its client has gone.
+final class Connections: Sendable {
+    private let open = Mutex<[ObjectIdentifier: ConnectionWatch]>([:])
+
+    /// Registers a connection; returns its watch and how many are open with it.
+    func enter(_ channel: any Channel) -> (ConnectionWatch, Int) {
+        let watch = ConnectionWatch()
+        let count = open.withLock { $0[ObjectIdentifier(channel)] = watch; return $0.count }
+        return (watch, count)
+    }
+
+    func leave(_ channel: any Channel) {
+        open.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }?.clientGone()
+    }
+
+    func watch(for channel: any Channel) -> ConnectionWatch? {
+        open.withLock { $0[ObjectIdentifier(channel)] }
+    }
+}
+
+/// Tells a request's work that its client has gone (closed or reset the connection).
+final class ConnectionWatch: Sendable {
+    private struct State {
+        var gone = false
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Operations that ended before their waiter was registered.
+        var finished: Set<UInt64> = []
+        var next: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    func clientGone() {
+        let waiters = state.withLock { s in
+            s.gone = true
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Runs `operation`, cancelled if the client goes away first; nil in that case.
+    func run<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
+        let id = state.withLock { s in s.next += 1; return s.next }
+        return await withTaskGroup(of: T?.self) { group in
+            group.addTask { await operation() }
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let wake = self.state.withLock { s in
+                        if s.gone || s.finished.remove(id) != nil { return true }
+                        s.waiters[id] = continuation
+                        return false
+                    }
+                    if wake { continuation.resume() }
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            // Wake the waiter if the operation ended first (cancellation alone does not).
+            let waiter = state.withLock { s in
+                let waiter = s.waiters.removeValue(forKey: id)
+                if waiter == nil && !s.gone { s.finished.insert(id) }
+                return waiter
+            }
+            waiter?.resume()
+            return first
+        }
+    }
+}
+
+/// What a connection is doing, and what a guard does about it: a state machine without I/O.
+struct ConnectionGuardStateMachine {
+    enum State: Equatable {
+        /// No request yet, or between requests; `first` tells which timeout applies.
+        case waitingForHead(first: Bool)
+        case readingBody
+        /// The request is in; the application is answering.
+        case answering
+        case refused
+        case closed
+    }
+
+    enum Action: Equatable {
+        case arm(Duration)
+        case disarm
+        case refuse
+        case close
+        case none
+    }
+
+    let limits: ConnectionLimits
+    private(set) var state = State.waitingForHead(first: true)
+    /// Requests read but not yet answered (pipelining may put several in flight).
+    private var unanswered = 0
+
+    init(limits: ConnectionLimits) {
+        self.limits = limits
+    }
+
+    mutating func opened(overCapacity: Bool) -> Action {
+        if overCapacity { state = .refused }
+        return .arm(limits.headerTimeout)
+    }
+
+    mutating func read(_ part: HTTPRequestPart) -> Action {
+        switch (state, part) {
+        case (.refused, .head):
+            return .refuse
+        case (.refused, _), (.closed, _):
+            return .none
+        case (_, .head):
+            unanswered += 1
+            state = .readingBody
+            return .arm(limits.bodyTimeout)
+        case (_, .end):
+            state = .answering
+            return .disarm
+        case (_, .body):
+            return .none
+        }
+    }
+
+    mutating func wroteEnd() -> Action {
+        unanswered = max(0, unanswered - 1)
+        guard unanswered == 0, state == .answering else { return .none }
+        state = .waitingForHead(first: false)
+        return .arm(limits.idleTimeout)
+    }
+
+    /// The client closed its side: with a request unanswered nobody is left to read the answer,
+    /// so the connection is closed and the work for it cancelled (as nginx does, status 499).
+    mutating func inputClosed() -> Action {
+        guard unanswered > 0 || state == .readingBody else { return .none }
+        state = .closed
+        return .close
+    }
+
+    mutating func timedOut() -> Action {
+        switch state {
+        case .waitingForHead, .readingBody, .refused:
+            state = .closed
+            return .close
+        case .answering, .closed:
+            return .none
+        }
+    }
+}
+
+/// Closes connections that take too long to send a request or sit idle, and refuses requests
+/// past the connection cap with 503, so that slow or idle clients cannot use up the process's
+/// file descriptors and silence the service for everyone (no token is needed to open a socket).
+/// Sits after the HTTP/1.1 decoder, so it sees request parts; Hummingbird's own idle timeout
+/// is reset by every byte, which a client dripping a request line never stops sending.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var machine: ConnectionGuardStateMachine
+    private let connections: Connections
+    private var watch: ConnectionWatch?
+    private var timer: Scheduled<Void>?
+
+    init(limits: ConnectionLimits, connections: Connections) {
+        machine = ConnectionGuardStateMachine(limits: limits)
+        self.connections = connections
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { opened(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        opened(context)
+        context.fireChannelActive()
+    }
+
+    private func opened(_ context: ChannelHandlerContext) {
+        guard watch == nil else { return }
+        let (watch, open) = connections.enter(context.channel)
+        self.watch = watch
+        perform(machine.opened(overCapacity: open > machine.limits.maxConnections), context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        leave(context)
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        leave(context)
+    }
+
+    private func leave(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        if watch != nil {
+            watch = nil
+            connections.leave(context.channel)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let action = machine.read(unwrapInboundIn(data))
+        if machine.state == .refused || machine.state == .closed {
+            perform(action, context)
+            return  // a refused connection's requests never reach the application
+        }
+        perform(action, context)
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { perform(machine.wroteEnd(), context) }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            perform(machine.inputClosed(), context)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func perform(_ action: ConnectionGuardStateMachine.Action, _ context: ChannelHandlerContext) {
+        switch action {
+        case .arm(let duration):
+            timer?.cancel()
+            let c = duration.components
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(in: .nanoseconds(c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000)) {
+                let (handler, context) = loopBound.value
+                handler.timer = nil
+                handler.perform(handler.machine.timedOut(), context)
+            }
+        case .disarm:
+            timer?.cancel()
+            timer = nil
+        case .refuse:
+            timer?.cancel()
+            timer = nil
+            var fields = HTTPFields()
+            fields[.connection] = "close"
+            fields[.retryAfter] = "1"
+            fields[.contentType] = "application/json"
+            let body = ByteBuffer(string: #"{"error":"too many connections"}"#)
+            fields[.contentLength] = String(body.readableBytes)
+            context.write(wrapOutboundOut(.head(HTTPResponse(status: .serviceUnavailable, headerFields: fields))), promise: nil)
+            context.write(wrapOutboundOut(.body(body)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        case .close:
+            timer?.cancel()
+            timer = nil
+            watch?.clientGone()
+            context.close(promise: nil)
+        case .none:
+            break
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Attache
+import AttacheFetch
+import AttacheServer
+import AttacheTesting
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What hostile testing found in the service, each fixed with a test that failed before.
+@Suite struct ServiceHardeningTests {
+    /// The router treats empty segments and a trailing slash as the route they spell; the token is
+    /// asked for on the route that matched, so no spelling gets past it.
+    @Test func everySpellingOfAGuardedRouteNeedsTheToken() async throws {
+        let h = try ServiceHarness(tokens: ["secret"])
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let enrich = ["/v1/enrich", "//v1/enrich", "///v1/enrich", "/v1//enrich", "/v1/enrich/", "/v1/enrich//",
+                          "/v1%2Fenrich", "/%2Fv1/enrich", "/v1/%65nrich"]
+            for path in enrich {
+                try await client.execute(uri: path, method: .post, body: h.payload(fcmPayload)) { r in
+                    #expect(r.status == .unauthorized || r.status == .notFound, "\(path) answered \(r.status)")
+                }
+            }
+            for path in ["/metrics", "/metrics/", "//metrics", "/metrics//", "/%6Detrics", "/metrics%2F"] {
+                try await client.execute(uri: path, method: .get) { r in
+                    #expect(r.status == .unauthorized || r.status == .notFound, "\(path) answered \(r.status)")
+                }
+            }
+            // The spellings the router takes for the route are refused as the route, and pass with the token.
+            for path in ["//v1/enrich", "///v1/enrich", "/v1/enrich/"] {
+                try await client.execute(uri: path, method: .post, body: h.payload(fcmPayload)) { r in
+                    #expect(r.status == .unauthorized, "\(path) answered \(r.status)")
+                }
+                try await client.execute(uri: path, method: .post, headers: [.authorization: "Bearer secret"],
+                                         body: h.payload(fcmPayload)) { r in
+                    #expect(r.status == .ok, "\(path) with the token answered \(r.status)")
+                }
+            }
+            try await client.execute(uri: "//healthz", method: .get) { r in #expect(r.status == .ok) }
+        }
+        // Only the requests that carried the token fetched anything (one image, cached after).
+        #expect(h.origin.statistics.requests == 1)
+    }
+
+    @Test func aHalfSentRequestLineIsClosedAfterTheHeaderTimeout() async throws {
+        let h = try ServiceHarness(connections: ConnectionLimits(headerTimeout: .milliseconds(500), idleTimeout: .milliseconds(500)))
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let port = try #require(client.port)
+            let half = try RawConnection(port: port)
+            let start = ContinuousClock.now
+            half.send("POST /v1/enr")
+            #expect(await half.readUntilClosed(within: .seconds(5)) != nil, "still open after 5 s")
+            #expect(start.duration(to: .now) < .seconds(4))
+            // A request that was answered leaves a keep-alive connection: closed when idle too.
+            let idle = try RawConnection(port: port)
+            idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try #require(await idle.readUntilClosed(within: .seconds(5)))
+            #expect(answer.hasPrefix("HTTP/1.1 200"))
+        }
+    }
+
+    @Test func aDrippedBodyIsClosedAfterTheBodyTimeout() async throws {
+        let h = try ServiceHarness(connections: ConnectionLimits(bodyTimeout: .milliseconds(500)))
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let c = try RawConnection(port: try #require(client.port))
+            c.send("POST /v1/enrich HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"aps\":")
+            #expect(await c.readUntilClosed(within: .seconds(5)) != nil, "still open after 5 s")
+        }
+        #expect(h.origin.statistics.requests == 0)
+    }
+
+    @Test func connectionsPastTheCapAreAnswered503() async throws {
+        let h = try ServiceHarness(connections: ConnectionLimits(maxConnections: 3))
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let port = try #require(client.port)
+            let held = try (0..<3).map { _ in try RawConnection(port: port) }
+            // The server has counted the three before the fourth comes.
+            for c in held {
+                c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(await c.readSome(within: .seconds(5))?.hasPrefix("HTTP/1.1 200") == true)
+            }
+            let fourth = try RawConnection(port: port)
+            fourth.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let refused = await fourth.readUntilClosed(within: .seconds(5)) ?? ""
+            #expect(refused.hasPrefix("HTTP/1.1 503"), "got \(refused.prefix(40))")
+            for c in held { c.close() }
+            // Once they are gone, new connections are served again.
+            var served = false
+            for _ in 0..<50 where !served {
+                guard let c = try? RawConnection(port: port) else { continue }
+                c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                served = await c.readSome(within: .seconds(2))?.hasPrefix("HTTP/1.1 200") == true
+                c.close()
+            }
+            #expect(served)
+        }
+    }
+
+    /// 40 downloads from an origin that drips at 2 KB/s must not hold the media slots that another
+    /// origin's media needs: with two slots, the other origin's image is attached at once.
+    @Test func aSlowOriginDoesNotStarveAnotherOne() async throws {
+        let h = try ServiceHarness(deadline: .seconds(8), cache: false, maxMediaJobs: 2)
+        defer { h.stop() }
+        let slow = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { slow.stop() }
+        try await h.app.test(.router) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        let body = #"{"aps":{"alert":"x","mutable-content":1},"image-url":"http://127.0.0.1:\#(slow.port)/photo.jpg?rate=2000&n=\#(i)"}"#
+                        try await client.execute(uri: "/v1/enrich", method: .post, headers: [.testDeadline: "6000"],
+                                                 body: ByteBuffer(string: body)) { _ in }
+                    }
+                }
+                // 16 at once (curl's connections per host); the other 24 wait in the engine.
+                #expect(await eventually { slow.statistics.requests >= 16 })
+                for i in 0..<3 {
+                    let body = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png?n=\#(i)"}"#)
+                    try await client.execute(uri: "/v1/enrich", method: .post, headers: [.testDeadline: "2000"], body: body) { r in
+                        #expect(r.headers[.testOutcome] == "enriched")
+                    }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// A client that disconnects stops its enrichment: the transfer for it ends at once, not at its
+    /// 20 s deadline.
+    @Test func aClientThatGoesAwayStopsItsWork() async throws {
+        let h = try ServiceHarness(deadline: .seconds(20))
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let c = try RawConnection(port: try #require(client.port))
+            let body = String(decoding: h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?hang=1"}"#).readableBytesView, as: UTF8.self)
+            c.send("POST /v1/enrich HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(await eventually { h.enrichment.services.engine.inFlight == 1 })
+            c.close()
+            #expect(await eventually(within: .seconds(5)) { h.enrichment.services.engine.inFlight == 0 })
+        }
+    }
+
+    @Test func readinessSaysNoWhenTheStoreIsFull() async throws {
+        let h = try ServiceHarness(minimumFreeBytes: Int.max / 2)
+        defer { h.stop() }
+        try await h.app.test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { r in
+                #expect(r.status == .serviceUnavailable)
+                #expect(String(buffer: r.body).contains("full"))
+            }
+        }
+    }
+}
+
+/// A plain TCP connection to the service on loopback, for what an HTTP client would not send.
+final class RawConnection {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, connected == 0 else {
+            Glibc.close(fd)
+            throw OriginError("cannot connect to 127.0.0.1:\(port)")
+        }
+    }
+
+    func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// What arrives until the server closes the connection; nil when it is still open after `limit`.
+    func readUntilClosed(within limit: Duration) async -> String? {
+        var received: [UInt8] = []
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            guard let chunk = await read(until: end) else { return nil }
+            if chunk.isEmpty { return String(decoding: received, as: UTF8.self) }
+            received += chunk
+        }
+        return nil
+    }
+
+    /// The first bytes that arrive within `limit`.
+    func readSome(within limit: Duration) async -> String? {
+        guard let chunk = await read(until: ContinuousClock.now + limit), !chunk.isEmpty else { return nil }
+        return String(decoding: chunk, as: UTF8.self)
+    }
+
+    /// One read: bytes, empty at end of stream (or a reset), nil when nothing came in time. Polls
+    /// without blocking: a blocked thread of the (two-thread) cooperative pool would stall the
+    /// server under test as well.
+    private func read(until end: ContinuousClock.Instant) async -> [UInt8]? {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while poll(&poller, 1, 0) == 0 {
+            guard ContinuousClock.now < end else { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n <= 0 ? [] : Array(buffer[..<n])
+    }
+
+    private var isOpen = true
+
+    func close() {
+        if isOpen { Glibc.close(fd) }
+        isOpen = false
+    }
+
+    deinit {
+        close()
+    }
+}
