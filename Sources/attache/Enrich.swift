@@ -5,6 +5,7 @@ import AttacheFetch
 import AttacheMedia
 import AttachePayload
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,14 +43,42 @@ struct Enrich: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let options = try enrich.options()
+        let runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
+            deadline: options.deadline, onTimeout: options.onTimeout,
+            attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes))
+        // Exactly one payload out: whoever claims the emission first — the enrichment, or a
+        // SIGTERM/SIGINT that comes before it — writes it.
+        let claim = EmissionClaim()
+        let emitter = Emitter(file: file, report: report, summary: summary)
 
+        // Installed before the store is made, so a signal from the moment the media directory
+        // exists is answered by the handler.
+        let started = Mutex<Enrichment?>(nil)
+        let signals = InterruptHandler { signal in
+            guard claim.take(), let emission = try? runtime.passOn(input, reason: .interrupted) else { return }
+            try? emitter.emit(emission)
+            started.withLock { $0 }?.scratch.removeAll()
+            // As a process killed by the signal would: 128 + its number, at once (no exit
+            // handlers racing the threads still at work).
+            _exit(128 + signal)
+        }
+        defer { signals.cancel() }
         let enrichment: Enrichment
         do {
             enrichment = try Enrichment(options: options)
         } catch {
+            // The store cannot be used (say, the media directory cannot be made): the payload
+            // still goes out, unchanged, with the reason.
             printError("attache: \(error)")
-            throw ExitCode(1)
+            let emission: Emission
+            do { emission = try runtime.passOn(input, reason: .storeFailed) } catch {
+                printError("attache: \(file): \(error)")
+                throw ExitCode(2)
+            }
+            if claim.take() { try emitter.emit(emission) }
+            return
         }
+        started.withLock { $0 = enrichment }
         defer { enrichment.shutdown() }
         let emission: Emission
         do {
@@ -58,6 +87,22 @@ struct Enrich: AsyncParsableCommand {
             printError("attache: \(file): \(error)")
             throw ExitCode(2)
         }
+        guard claim.take() else {
+            // A signal claimed the output; its handler writes it and ends the process.
+            while true { pause() }
+        }
+        try emitter.emit(emission)
+    }
+}
+
+/// Writes an emission as `attache enrich` does: the payload on stdout, the report and summary
+/// where asked.
+struct Emitter: Sendable {
+    let file: String
+    let report: String?
+    let summary: Bool
+
+    func emit(_ emission: Emission) throws {
         writeStdout(emission.bytes)
         if let report {
             let text = JSONWriter.bytes(emission.report.json) + [0x0a]

@@ -29,7 +29,8 @@ check "the rejected line is reported as line 151" "grep -q '{\"line\":151,.*\"ou
 "$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --concurrency 2 \
   --output "$tmp/cut.jsonl" 2>> "$tmp/batch.log" &
 pid=$!
-sleep 1.5
+# Killed once some payloads are done (the ledger has lines), not after a fixed sleep.
+for _ in $(seq 300); do [ -s "$tmp/cut.jsonl.report.jsonl" ] && break; sleep 0.02; done
 kill -9 "$pid" 2>/dev/null  # bash reports this job as "Killed": that is the test's own SIGKILL
 wait "$pid" 2>/dev/null
 done_before=$(wc -l < "$tmp/cut.jsonl.report.jsonl")

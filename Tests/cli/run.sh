@@ -60,9 +60,9 @@ check "a directory is an error, not a crash" "[ $code -ne 0 ] && [ $code -lt 128
 check "serve --help is the service's" "grep -q 'attache serve' $tmp/help && grep -q -- '--max-in-flight' $tmp/help"
 
 # The deadline holds for the whole process: an origin that accepts and never answers, a 300 ms
-# deadline, and the original comes out, byte for byte, with the process gone well before 300 ms
-# plus start-up and exit (no wait on the hung transfer). Release builds take ~305 ms here, debug
-# ~320 ms; the bound leaves room for a loaded CI machine.
+# deadline, and the original comes out, byte for byte, with the process gone by the deadline + 1 s
+# (start-up and exit included; the hung transfer is not waited for). How close to the deadline it
+# lands is Benchmarks/deadline.sh's to measure.
 start_origin
 echo "{\"aps\":{\"alert\":\"h\",\"mutable-content\":1},\"fcm_options\":{\"image\":\"http://127.0.0.1:$port/photo.jpg?hang=1\"}}" > "$tmp/hang.json"
 started=$(date +%s%N)
@@ -70,6 +70,44 @@ started=$(date +%s%N)
 code=$? elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
 check "a hanging origin: exit 0 with the original bytes" "[ $code -eq 0 ] && cmp -s $tmp/hang.json $tmp/hang-out"
 check "a hanging origin: reason timeout" "grep -q '\"reason\":\"timeout\"' $tmp/hang-report.json"
-check "a hanging origin: the process ends within 300 ms + 150 (took $elapsed ms)" "[ $elapsed -ge 300 ] && [ $elapsed -lt 450 ]"
+check "a hanging origin: the process ends by the deadline + 1 s (took $elapsed ms)" "[ $elapsed -ge 300 ] && [ $elapsed -lt 1300 ]"
+
+# SIGTERM (or SIGINT) before the answer: the original goes out with reason interrupted, and the
+# process exits 128 + the signal's number, as a signalled one would.
+for sig in TERM INT; do
+  "$bin" enrich "$tmp/hang.json" --deadline 20s --allow-address 127.0.0.1/32 --media-dir "$tmp/m" --report "$tmp/sig-report.json" > "$tmp/sig-out" 2> /dev/null &
+  pid=$!
+  rm -rf "$tmp/m"
+  for _ in $(seq 200); do [ -d "$tmp/m/.attache-tmp" ] && break; sleep 0.05; done
+  kill -$sig $pid
+  wait $pid
+  code=$?
+  want=$(( 128 + $(kill -l $sig) ))
+  check "SIG$sig: exit $want (got $code)" "[ $code -eq $want ]"
+  check "SIG$sig: the original went out, byte for byte" "cmp -s $tmp/hang.json $tmp/sig-out"
+  check "SIG$sig: reason interrupted" "grep -q '\"reason\":\"interrupted\"' $tmp/sig-report.json"
+done
+
+# A media directory that cannot be made: the payload still goes out, unchanged, with the reason.
+: > "$tmp/not-a-dir"
+"$bin" enrich "$tmp/hang.json" --media-dir "$tmp/not-a-dir/media" --report "$tmp/nodir.json" > "$tmp/nodir-out" 2> /dev/null
+code=$?
+check "an unusable media directory: exit 0 with the original (got $code)" "[ $code -eq 0 ] && cmp -s $tmp/hang.json $tmp/nodir-out"
+check "an unusable media directory: reason store-failed" "grep -q '\"reason\":\"store-failed\"' $tmp/nodir.json"
+
+# A body big enough to spill to a temp file (9 MB; 8 MB stay in memory) leaves nothing behind.
+mkdir -p "$tmp/big"
+python3 -c "import sys,random; r=random.Random(1); sys.stdout.buffer.write(b'\xff\xd8\xff\xe0' + bytes(r.getrandbits(8) for _ in range(9_000_000)))" > "$tmp/big/big.jpg"
+port2=$(free_port)
+"$bin" origin --root "$tmp/big" --port "$port2" > "$tmp/origin2.log" 2>&1 &
+origin2=$!
+for _ in $(seq 50); do grep -q listening "$tmp/origin2.log" 2>/dev/null && break; sleep 0.1; done
+for i in 1 2 3; do
+  echo "{\"aps\":{\"alert\":\"b\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port2/big.jpg?n=$i\"}" \
+    | "$bin" enrich - --allow-address 127.0.0.1/32 --media-dir "$tmp/bigmedia" > /dev/null 2>&1
+done
+kill $origin2 2>/dev/null
+left=$(find "$tmp/bigmedia" -type f | wc -l)
+check "large fetches leave no temp file (found $left files)" "[ $left -eq 0 ]"
 
 finish cli

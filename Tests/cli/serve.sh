@@ -17,14 +17,19 @@ head -c 70000 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' > "$tmp/big
 code=$(curl -s -o /dev/null -w "%{http_code}" -H "Transfer-Encoding: chunked" --data-binary @"$tmp/big.json" "http://127.0.0.1:$sport/v1/enrich")
 check "a chunked body over 64 KiB is 413 (got $code)" "[ $code -eq 413 ]"
 
-# Each request's media takes 1 s to arrive (16 connections to the origin, so up to 4 s in all); the
-# deadline is 6 s: all 50 are in flight at SIGTERM, and all 50 still finish.
+# Each request's media takes 2 s to arrive (16 connections to the origin, so up to 8 s in all); the
+# deadline is 15 s. SIGTERM comes once the service counts all 50 in flight (read off /metrics, not
+# guessed with a sleep that a busy machine may not honour), and all 50 still finish.
 for i in $(seq 50); do
-  body="{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?delay=1000&n=$i\"}"
-  curl -s -o "$tmp/out.$i" -w "%{http_code}\n" -H "Attache-Deadline-Ms: 6000" --data-binary "$body" \
+  body="{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?delay=2000&n=$i\"}"
+  curl -s -o "$tmp/out.$i" -w "%{http_code}\n" -H "Attache-Deadline-Ms: 15000" --data-binary "$body" \
     "http://127.0.0.1:$sport/v1/enrich" > "$tmp/code.$i" &
 done
-sleep 0.7
+for _ in $(seq 200); do
+  curl -s "http://127.0.0.1:$sport/metrics" | grep -q '^attache_in_flight 50' && break
+  sleep 0.05
+done
+check "all 50 were in flight at SIGTERM" "curl -s http://127.0.0.1:$sport/metrics | grep -q '^attache_in_flight 50'"
 kill -TERM "$server"
 wait "$server"
 code=$?
