@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
-                "AttacheServer", "AttacheTesting",
+                "AttacheServer", "AttacheTesting", "AttacheSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -49,12 +49,16 @@ public struct AddressPolicy: Sendable {
         return ipv6Denied.first { $0.0.contains(address) }?.1
     }
 
-    /// The IPv4 address inside an IPv4-mapped, -compatible, NAT64, 6to4 or Teredo address.
+    /// The IPv4 address inside an IPv4-mapped, -translated, -compatible, NAT64, 6to4 or Teredo address.
     static func embeddedIPv4(_ address: IPAddress) -> IPAddress? {
         let b = address.bytes
         guard b.count == 16 else { return nil }
         let first10Zero = b[0..<10].allSatisfy { $0 == 0 }
         if first10Zero && b[10] == 0xff && b[11] == 0xff { return IPAddress(bytes: Array(b[12..<16])) }  // ::ffff:a.b.c.d
+        // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765, SIIT).
+        if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0 {
+            return IPAddress(bytes: Array(b[12..<16]))
+        }
         if first10Zero && b[10] == 0 && b[11] == 0 {
             // IPv4-compatible ::a.b.c.d (but not :: or ::1, which are IPv6's own).
             if b[12..<15].allSatisfy({ $0 == 0 }) && b[15] <= 1 { return nil }

@@ -164,29 +164,50 @@ final class CurlTransfer: @unchecked Sendable {
         try curlCheck(attache_curl_setopt_opensocket_fn(easy, curlOpenSocket), "setopt")
     }
 
-    /// Refuses other schemes and URLs with user information; returns `scheme://host:port`.
+    /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL
+    /// would cut the URL short where curl reads it: `/ok.jpg\0@169.254.169.254/`); returns
+    /// `scheme://host:port`.
     private static func checkedOrigin(_ url: String) throws -> String {
         try CurlLibrary.load()
-        guard let handle = attache_curl_url() else { throw FetchError(.fetchFailed, "curl_url failed") }
-        defer { attache_curl_url_cleanup(handle) }
-        guard attache_curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else {
-            throw FetchError(.fetchFailed, "not a valid URL")
+        let parsed = try ParsedURL(url)
+        return "\(parsed.scheme)://\(parsed.host):\(parsed.port)"
+    }
+
+    /// A URL as curl reads it, checked: http or https, no user information, no control characters.
+    /// `base` resolves a relative URL (a redirect's `Location`).
+    struct ParsedURL {
+        var scheme: String
+        var host: String
+        var port: String
+
+        init(_ url: String, base: String? = nil) throws {
+            guard !url.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
+                throw FetchError(.fetchFailed, "not a valid URL: control characters")
+            }
+            guard let handle = attache_curl_url() else { throw FetchError(.fetchFailed, "curl_url failed") }
+            defer { attache_curl_url_cleanup(handle) }
+            if let base, attache_curl_url_set(handle, CURLUPART_URL, base, 0) != CURLUE_OK {
+                throw FetchError(.fetchFailed, "not a valid URL")
+            }
+            guard attache_curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else {
+                throw FetchError(.fetchFailed, "not a valid URL")
+            }
+            func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
+                var value: UnsafeMutablePointer<CChar>?
+                guard attache_curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
+                defer { attache_curl_free(value) }
+                return String(cString: value)
+            }
+            scheme = part(CURLUPART_SCHEME)?.lowercased() ?? ""
+            guard scheme == "http" || scheme == "https" else {
+                throw FetchError(.fetchFailed, "scheme \(scheme) is not allowed")
+            }
+            guard part(CURLUPART_USER) == nil, part(CURLUPART_PASSWORD) == nil else {
+                throw FetchError(.fetchFailed, "URLs with user information are refused")
+            }
+            host = part(CURLUPART_HOST)?.lowercased() ?? ""
+            port = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)) ?? ""
         }
-        func part(_ which: CURLUPart, _ flags: UInt32 = 0) -> String? {
-            var value: UnsafeMutablePointer<CChar>?
-            guard attache_curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
-            defer { attache_curl_free(value) }
-            return String(cString: value)
-        }
-        let scheme = part(CURLUPART_SCHEME)?.lowercased() ?? ""
-        guard scheme == "http" || scheme == "https" else {
-            throw FetchError(.fetchFailed, "scheme \(scheme) is not allowed")
-        }
-        guard part(CURLUPART_USER) == nil else {
-            throw FetchError(.fetchFailed, "URLs with user information are refused")
-        }
-        let host = part(CURLUPART_HOST)?.lowercased() ?? ""
-        return "\(scheme)://\(host):\(part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)) ?? "")"
     }
 
     // MARK: callbacks (engine thread)
@@ -254,6 +275,19 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if let value = text.value(of: "content-type") {
             contentType = String(decoding: value, as: UTF8.self)
+            return true
+        }
+        if (300..<400).contains(lastStatus), let value = text.value(of: "location") {
+            // curl would follow it, and send its user information as Basic credentials: every
+            // hop is held to the rules of the first URL before curl sees it.
+            do {
+                _ = try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
+            } catch let error as FetchError {
+                failure = FetchError(.fetchFailed, "redirect refused: \(error.message)", status: lastStatus)
+                return false
+            } catch {
+                return false
+            }
             return true
         }
         guard text.isBlank else { return true }

@@ -6,6 +6,10 @@ import NIOPosix
 
 /// `GET|HEAD /media/<name>`: stored media, content-addressed, so every answer may be cached for a
 /// year and its name is its strong ETag. Names are checked (`<64 hex>.<ext>`): no traversal.
+extension HTTPField.Name {
+    static let contentTypeOptions = Self("X-Content-Type-Options")!
+}
+
 struct MediaController: Sendable {
     let directory: String
 
@@ -34,7 +38,7 @@ struct MediaController: Sendable {
         let path = "\(directory)/\(name)"
         let bytes: [UInt8]
         do {
-            bytes = try await NIOThreadPool.singleton.runIfActive { try readFile(path) }
+            bytes = try await NIOThreadPool.singleton.runIfActive { try readRegularFile(path) }
         } catch {
             throw HTTPError(.notFound)
         }
@@ -43,6 +47,8 @@ struct MediaController: Sendable {
         headers[.eTag] = "\"\(hash)\""
         headers[.cacheControl] = "public, max-age=31536000, immutable"
         headers[.acceptRanges] = "bytes"
+        // The type is the one the name says; browsers must not guess another from the bytes.
+        headers[.contentTypeOptions] = "nosniff"
         if let match = request.headers[.ifNoneMatch], match == "\"\(hash)\"" || match == "*" {
             return Response(status: .notModified, headers: headers)
         }

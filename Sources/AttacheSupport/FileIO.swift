@@ -46,6 +46,19 @@ public func readFile(_ path: String) throws -> [UInt8] {
     return try readAll(fd: fd, name: path)
 }
 
+/// A regular file's bytes, the name itself not a symbolic link (what a server hands out of a
+/// directory: a link planted there must not serve `/etc/passwd`, a FIFO must not hang a thread).
+public func readRegularFile(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+        throw FileReadError(description: "\(path) is not a regular file")
+    }
+    return try readAll(fd: fd, name: path)
+}
+
 /// Writes all of `buffer`, retrying short writes and EINTR; false when the descriptor fails.
 public func writeAll(fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
     var offset = 0

@@ -84,6 +84,29 @@ import Glibc
         #expect(origin.statistics.requests == 0)
     }
 
+    @Test func aRedirectToAURLWithUserInformationIsNotFollowed() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        for target in ["http://user:pw@127.0.0.1:\(origin.port)/small.bin", "//user@127.0.0.1:\(origin.port)/small.bin"] {
+            let result = await fetch(engine, origin.url("/small.bin?location=\(target)"))
+            #expect(reason(result) == "fetch-failed")
+        }
+        #expect(origin.statistics.requests == 2)  // the redirects, never their targets
+    }
+
+    @Test func aURLWithAControlCharacterIsInvalid() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        for bad in ["\u{0}@169.254.169.254/", "\u{0}", "\u{7f}x", "\u{1b}"] {
+            guard case .failure(let error) = await fetch(engine, origin.url("/small.bin") + bad) else {
+                Issue.record("a URL with \(Array(bad.utf8)) was fetched")
+                continue
+            }
+            #expect(error.message.contains("not a valid URL"))
+        }
+        #expect(origin.statistics.requests == 0)
+    }
+
     @Test func rejectsAHugeContentLengthBeforeTheBody() async throws {
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }

@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
 import AttacheServer
+import AttacheSupport
 import AttacheTesting
 import HTTPTypes
 import Hummingbird
@@ -144,6 +145,30 @@ import Glibc
             #expect(await eventually { h.enrichment.services.engine.inFlight == 1 })
             c.close()
             #expect(await eventually(within: .seconds(5)) { h.enrichment.services.engine.inFlight == 0 })
+        }
+    }
+
+    /// A link planted in the store (or anything but a regular file) is never served.
+    @Test func mediaServesRegularFilesOnlyAndSaysNoSniff() async throws {
+        let h = try ServiceHarness()
+        defer { h.stop() }
+        let link = String(repeating: "a", count: 64) + ".jpg"
+        let fifo = String(repeating: "b", count: 64) + ".jpg"
+        let plain = String(repeating: "c", count: 64) + ".jpg"
+        #expect(symlink("/etc/passwd", "\(h.mediaDirectory)/\(link)") == 0)
+        #expect(mkfifo("\(h.mediaDirectory)/\(fifo)", 0o644) == 0)
+        try writeFileAtomically("\(h.mediaDirectory)/\(plain)", Array("not really a jpeg".utf8))
+        try await h.app.test(.router) { client in
+            for name in [link, fifo] {
+                try await client.execute(uri: "/media/\(name)", method: .get) { r in
+                    #expect(r.status == .notFound, "\(name) answered \(r.status)")
+                    #expect(!String(buffer: r.body).contains("root:"))
+                }
+            }
+            try await client.execute(uri: "/media/\(plain)", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+            }
         }
     }
 
