@@ -66,6 +66,9 @@ public struct ExtensionRuntime: Sendable {
         let deadline = start + max(configuration.deadline / 2, configuration.deadline - configuration.windDown)
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
+        if payload.repeatedAPNsKey(attachmentsKey: configuration.attachmentsKey) != nil {
+            return emit(payload.original, .fallback, .ambiguousPayload, [], start: start)
+        }
         guard payload.wantsServiceExtension else {
             return emit(payload.original, .passthrough, .notMutable, [], start: start)
         }

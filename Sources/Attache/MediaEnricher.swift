@@ -84,6 +84,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     public func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
         let root = request.payload.root
+        if services.configuration.dialects.repeatedKey(in: root) != nil {
+            return ExtensionResult(content: request.content, outcome: .fallback, reason: .ambiguousPayload)
+        }
         let mediaRequests = services.configuration.dialects.requests(in: root)
         guard !mediaRequests.isEmpty else {
             return ExtensionResult(content: request.content, outcome: .passthrough, reason: .noMedia)

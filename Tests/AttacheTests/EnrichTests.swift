@@ -82,6 +82,34 @@ import Testing
         #expect(h.origin.statistics.requests == 0)
     }
 
+    /// A key Attache reads or writes, given twice: the payload goes out unchanged, nothing is fetched.
+    @Test(arguments: [
+        #"{"aps":{"alert":"x","mutable-content":1},"aps":{"alert":"y"},"image-url":"ORIGIN/alpha.png"}"#,
+        #"{"aps":{"alert":"x","mutable-content":0,"mutable-content":1},"image-url":"ORIGIN/alpha.png"}"#,
+        #"{"aps":{"alert":{"title":"a","title":"b"},"mutable-content":1},"image-url":"ORIGIN/alpha.png"}"#,
+        #"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","attachments":[],"attachments":1}"#,
+        #"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","image-url":"ORIGIN/photo.jpg"}"#,
+        #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"image":"ORIGIN/alpha.png","image":"ORIGIN/photo.jpg"}}"#,
+        #"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/alpha.png","type":"png","type":"jpg"}}}"#,
+    ])
+    func aRepeatedKeyWhereAttacheReadsIsAmbiguous(_ json: String) async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let input = h.payload(json)
+        let emission = try await e.enrich(input)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .ambiguousPayload)
+        #expect(h.origin.statistics.requests == 0)
+    }
+
+    @Test func aRepeatedKeyInCustomDataPassesThrough() async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","custom":{"k":1,"k":2}}"#))
+        #expect(emission.outcome == .enriched)
+        #expect(String(decoding: emission.bytes, as: UTF8.self).contains(#""custom":{"k":1,"k":2}"#))
+    }
+
     @Test func partialWhenSomeMediaFails() async throws {
         let (h, e) = try Harness.started()
         defer { h.stop(e) }

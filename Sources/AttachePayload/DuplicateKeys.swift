@@ -1,0 +1,58 @@
+/// Duplicate keys. JSON allows them, but which one a device's parser keeps (the first, the last,
+/// an error) is not something to bet on: where Attache reads or writes, a repeated key makes the
+/// payload ambiguous, and it goes out unchanged. Elsewhere duplicates are the sender's custom data
+/// and pass through as they came.
+extension JSONObject {
+    /// The first key that appears more than once, among `keys` only when given.
+    public func firstRepeatedKey(among keys: Set<String>? = nil) -> String? {
+        var seen = Set<String>()
+        for member in members where keys?.contains(member.key) ?? true {
+            if !seen.insert(member.key).inserted { return member.key }
+        }
+        return nil
+    }
+}
+
+extension JSONValue {
+    /// The first repeated key in any object of this value, however deep.
+    public var firstRepeatedKey: String? {
+        switch self {
+        case .object(let o):
+            if let key = o.firstRepeatedKey() { return key }
+            return o.members.lazy.compactMap(\.value.firstRepeatedKey).first
+        case .array(let items):
+            return items.lazy.compactMap(\.firstRepeatedKey).first
+        default:
+            return nil
+        }
+    }
+}
+
+extension Payload {
+    /// A repeated key where the runtime reads or writes: `aps` or the attachments key at the top,
+    /// anything inside `aps.alert`, `alert` or `mutable-content` in `aps`.
+    public func repeatedAPNsKey(attachmentsKey: String) -> String? {
+        if let key = root.firstRepeatedKey(among: ["aps", attachmentsKey]) { return key }
+        guard let aps else { return nil }
+        if let key = aps.firstRepeatedKey(among: ["alert", "mutable-content"]) { return "aps.\(key)" }
+        return aps["alert"]?.firstRepeatedKey.map { "aps.alert.\($0)" }
+    }
+}
+
+extension DialectReader {
+    /// The top-level keys the dialects read.
+    var topLevelKeys: Set<String> {
+        Set(["fcm_options", "att", "os_data", "com.urbanairship.media_attachment", "ab", "ct_mediaUrl", "ct_mediaType",
+             "itbl", "CIO"] + genericKeys)
+    }
+
+    /// A repeated key where a dialect reads: among its top-level keys, or anywhere inside one.
+    public func repeatedKey(in root: JSONObject) -> String? {
+        let keys = topLevelKeys
+        if let key = root.firstRepeatedKey(among: keys) { return key }
+        for member in root.members where keys.contains(member.key) {
+            if let key = member.value.firstRepeatedKey { return "\(member.key).\(key)" }
+        }
+        return nil
+    }
+}
