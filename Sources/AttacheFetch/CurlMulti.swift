@@ -76,7 +76,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.cap = request.maxBytes
         self.connectTimeoutMs = settings.connectTimeoutMs
         self.body = FetchedBody(threshold: settings.memoryThreshold, directory: settings.tempDirectory)
-        self.origin = try Self.checkedOrigin(request.url)
+        self.origin = try Self.checkedOrigin(request.url, settings: settings)
     }
 
     deinit {
@@ -167,9 +167,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL
     /// would cut the URL short where curl reads it: `/ok.jpg\0@169.254.169.254/`); returns
     /// `scheme://host:port`.
-    private static func checkedOrigin(_ url: String) throws -> String {
+    private static func checkedOrigin(_ url: String, settings: TransferSettings) throws -> String {
         try CurlLibrary.load()
         let parsed = try ParsedURL(url)
+        try parsed.judgeThroughProxy(settings)
         return "\(parsed.scheme)://\(parsed.host):\(parsed.port)"
     }
 
@@ -207,6 +208,16 @@ final class CurlTransfer: @unchecked Sendable {
             }
             host = part(CURLUPART_HOST)?.lowercased() ?? ""
             port = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)) ?? ""
+        }
+
+        /// Through a proxy, curl connects to the proxy, never to the target, so the address policy
+        /// cannot judge where the request goes: a target given as an address literal is judged
+        /// here; a name is resolved by the proxy, which must enforce its own rules.
+        func judgeThroughProxy(_ settings: TransferSettings) throws {
+            guard settings.proxy != nil else { return }
+            let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            guard let address = IPAddress(literal), case .deny(let why) = settings.policy.judge(address) else { return }
+            throw FetchError(.addressDenied, "\(literal) is \(why) (through the proxy)")
         }
     }
 
@@ -281,9 +292,11 @@ final class CurlTransfer: @unchecked Sendable {
             // curl would follow it, and send its user information as Basic credentials: every
             // hop is held to the rules of the first URL before curl sees it.
             do {
-                _ = try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
+                try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
+                    .judgeThroughProxy(settings)
             } catch let error as FetchError {
-                failure = FetchError(.fetchFailed, "redirect refused: \(error.message)", status: lastStatus)
+                failure = FetchError(error.reason == "address-denied" ? .addressDenied : .fetchFailed,
+                                     "redirect refused: \(error.message)", status: lastStatus)
                 return false
             } catch {
                 return false

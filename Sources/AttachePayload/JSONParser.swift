@@ -6,6 +6,7 @@ public struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible 
             case notAnObject = "not-an-object"
             case tooDeep = "too-deep"
             case tooLarge = "too-large"
+            case unreadable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -13,6 +14,8 @@ public struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let notAnObject = Code(.notAnObject)
         public static let tooDeep = Code(.tooDeep)
         public static let tooLarge = Code(.tooLarge)
+        /// The input could not be read at all (a batch directory's entry that is not a file).
+        public static let unreadable = Code(.unreadable)
         public var description: String { base.rawValue }
     }
 

@@ -46,10 +46,11 @@ public func readFile(_ path: String) throws -> [UInt8] {
     return try readAll(fd: fd, name: path)
 }
 
-/// A regular file's bytes, the name itself not a symbolic link (what a server hands out of a
-/// directory: a link planted there must not serve `/etc/passwd`, a FIFO must not hang a thread).
-public func readRegularFile(_ path: String) throws -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+/// A regular file's bytes; with `followingLinks` false the name itself must not be a symbolic
+/// link (what a server hands out of a directory: a link planted there must not serve
+/// `/etc/passwd`). Never blocks on a FIFO, never reads a directory.
+public func readRegularFile(_ path: String, followingLinks: Bool = false) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
     guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
     var info = stat()

@@ -65,7 +65,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Media fetched and rendered at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
     var maxMediaJobs: Int?
 
-    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored.")
+    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
     var proxy: String?
 
     @Option(help: "Thumbnail longest edge.")

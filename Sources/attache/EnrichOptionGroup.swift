@@ -21,7 +21,7 @@ struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Allow connections to this network (CIDR); repeatable. Nothing private or loopback is allowed by default. Also ATTACHE_ALLOW_ADDRESSES.", transform: parseCIDR)
     var allowAddress: [CIDR] = []
 
-    @Option(help: "HTTP proxy for media fetches (proxy environment variables are ignored). Also ATTACHE_PROXY.")
+    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
     var proxy: String?
 
     @Option(help: "Longest edge of thumbnails, in pixels.")

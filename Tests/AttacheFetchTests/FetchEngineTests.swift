@@ -94,6 +94,16 @@ import Glibc
         #expect(origin.statistics.requests == 2)  // the redirects, never their targets
     }
 
+    /// Through a proxy the policy cannot see where curl goes: a target named by a private
+    /// address literal is refused before anything is sent (the proxy here is the origin itself).
+    @Test(arguments: ["http://127.0.0.1/x.jpg", "http://[::1]/x.jpg", "http://169.254.169.254/latest", "http://[::ffff:10.0.0.1]/"])
+    func aPrivateTargetIsRefusedThroughAProxy(_ url: String) async throws {
+        let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(), proxy: "http://127.0.0.1:\(origin.port)"))
+        defer { engine.shutdown(); origin.stop() }
+        #expect(reason(await fetch(engine, url)) == "address-denied")
+        #expect(origin.statistics.requests == 0)
+    }
+
     @Test func aURLWithAControlCharacterIsInvalid() async throws {
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }

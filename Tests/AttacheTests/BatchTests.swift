@@ -127,6 +127,25 @@ import Glibc
         #expect(String(decoding: try readBytes("\(dir)/out/a.apns"), as: UTF8.self).contains("\"attachments\""))
         #expect(listDirectory("\(dir)/out").contains("report.jsonl"))
     }
+
+    /// A directory (or a link to one) named like a payload is reported and skipped.
+    @Test func aDirectoryNamedLikeAPayloadIsReportedAndSkipped() async throws {
+        let dir = try makeTempDirectory()
+        try makeDirectory("\(dir)/in")
+        try makeDirectory("\(dir)/in/b.json")
+        #expect(symlink("\(dir)/in/b.json", "\(dir)/in/c.json") == 0)
+        try writeBytes("\(dir)/in/a.json", Array(#"{"aps":{"alert":"x"}}"#.utf8))
+        try writeBytes("\(dir)/in/d.json", Array(#"{"aps":{"alert":"z"}}"#.utf8))
+        let enrichment = try Self.enrichment("\(dir)/media")
+        defer { enrichment.shutdown() }
+        let configuration = BatchConfiguration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
+        let progress = try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
+        #expect(progress.done == 4)
+        #expect(try readBytes("\(dir)/out/a.json") == readBytes("\(dir)/in/a.json"))
+        #expect(try readBytes("\(dir)/out/d.json") == readBytes("\(dir)/in/d.json"))
+        let report = try lines("\(dir)/out/report.jsonl")
+        #expect(report.filter { $0.contains(#""outcome":"rejected""#) }.count == 2)
+    }
 }
 
 func writeBytes(_ path: String, _ bytes: [UInt8]) throws {

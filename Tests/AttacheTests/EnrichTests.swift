@@ -1,6 +1,7 @@
 import Attache
 import AttacheMedia
 import AttachePayload
+import AttacheSupport
 import AttacheTesting
 import Testing
 
@@ -29,7 +30,9 @@ import Testing
             #expect(entry.objectValue?["width"] != nil)
         }
         #expect(emission.bytes.count <= 4096)
-        #expect(!listDirectory(h.mediaDirectory).contains { $0.hasPrefix(".") })  // no temp files left
+        // Nothing but stored media beside the process's scratch directory, and no temp file in it.
+        #expect(listDirectory(h.mediaDirectory).filter { $0.hasPrefix(".") } == [ScratchSpace.folderName])
+        #expect(await eventually { h.temporaryFiles().isEmpty })
     }
 
     @Test func airshipContentAndOptionsGoIntoThePayload() async throws {

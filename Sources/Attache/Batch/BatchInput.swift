@@ -8,6 +8,8 @@ public struct BatchItem: Sendable {
     public var line: Int
     public var name: String
     public var bytes: [UInt8]
+    /// Why the item could not be read (then `bytes` is empty): it is reported and skipped.
+    public var unreadable: String? = nil
 }
 
 public enum BatchInput: Sendable {
@@ -39,8 +41,14 @@ public enum BatchInput: Sendable {
             return items
         case .directory(let path):
             let names = try Self.list(path).filter { $0.hasSuffix(".json") || $0.hasSuffix(".apns") }.sorted()
-            return try names.enumerated().map { i, name in
-                BatchItem(line: i + 1, name: name, bytes: try readFile("\(path)/\(name)"))
+            // An entry that is not a regular file (a directory named `x.json`, a link to one, a
+            // FIFO) is reported and skipped; it does not stop the batch.
+            return names.enumerated().map { i, name in
+                do {
+                    return BatchItem(line: i + 1, name: name, bytes: try readRegularFile("\(path)/\(name)", followingLinks: true))
+                } catch {
+                    return BatchItem(line: i + 1, name: name, bytes: [], unreadable: "\(error)")
+                }
             }
         }
     }

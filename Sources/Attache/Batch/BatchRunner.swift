@@ -129,6 +129,7 @@ public struct BatchRunner: Sendable {
 
     private static func enrich(_ item: BatchItem, index: Int, with enrichment: Enrichment) -> @Sendable () async -> (Int, Answer) {
         {
+            if let problem = item.unreadable { return (index, .rejected(PayloadError(.unreadable, problem))) }
             do throws(PayloadError) {
                 return (index, .emitted(try await enrichment.enrich(item.bytes, identifier: item.name)))
             } catch {
