@@ -54,8 +54,9 @@ build-static: deps
 demo: build
 	Samples/demo.sh $(RELEASE_BIN)
 
-# Suites named *Deadline* assert wall-clock bounds (20 ms after a deadline): they run after the
-# rest, one test at a time, so the other suites' CPU work cannot skew them on a 2-core machine.
+# Suites named *Deadline* check that answers never wait for a hung origin or a busy decoder
+# (bounds: the deadline + 1 s; how close to the deadline answers land is Benchmarks/deadline.sh's
+# to measure): they run after the rest, one test at a time, on a quieter machine.
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip Deadline
@@ -81,6 +82,7 @@ bench: bench-deps build
 	Benchmarks/poster.sh $(RELEASE_BIN)
 	Benchmarks/serve.sh $(RELEASE_BIN)
 	Benchmarks/batch.sh $(RELEASE_BIN)
+	Benchmarks/deadline.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build attache-media

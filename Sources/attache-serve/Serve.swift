@@ -24,7 +24,7 @@ struct Serve: AsyncParsableCommand {
         Every option can also come from the environment: ATTACHE_HOST, ATTACHE_PORT, ATTACHE_MEDIA_DIR, \
         ATTACHE_PUBLIC_BASE_URL, ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs), ATTACHE_DEADLINE, \
         ATTACHE_MAX_IN_FLIGHT, ATTACHE_TOKENS (comma-separated), ATTACHE_CACHE_TTL, ATTACHE_CACHE_ENTRIES, \
-        ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every \
+        ATTACHE_HEADER_TIMEOUT, ATTACHE_BODY_TIMEOUT, ATTACHE_IDLE_TIMEOUT, ATTACHE_MAX_CONNECTIONS, ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every \
         request in flight within its deadline, exit 0.
         """
     )
@@ -68,6 +68,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
     var proxy: String?
 
+    @Option(help: "Time a connection has to send a request's headers, from its start [ATTACHE_HEADER_TIMEOUT, default 10s].", transform: parseDuration)
+    var headerTimeout: Duration?
+
+    @Option(help: "Time a request has to send its body, after its headers [ATTACHE_BODY_TIMEOUT, default 10s].", transform: parseDuration)
+    var bodyTimeout: Duration?
+
+    @Option(help: "Time a keep-alive connection may sit idle between requests [ATTACHE_IDLE_TIMEOUT, default 60s].", transform: parseDuration)
+    var idleTimeout: Duration?
+
+    @Option(help: "Connections open at once; past that, requests are answered 503 and their connections closed [ATTACHE_MAX_CONNECTIONS, default 4096].")
+    var maxConnections: Int?
+
     @Option(help: "Thumbnail longest edge.")
     var thumbnailSize: Int = 320
 
@@ -103,6 +115,15 @@ struct Serve: AsyncParsableCommand {
         server.maxInFlight = maxInFlight ?? environment("ATTACHE_MAX_IN_FLIGHT").flatMap(Int.init) ?? server.maxInFlight
         server.tokens = token + (environment("ATTACHE_TOKENS")?.split(separator: ",").map(String.init) ?? [])
         server.mediaDirectory = mediaDir ?? environment("ATTACHE_MEDIA_DIR") ?? server.mediaDirectory
+        var limits = server.connections
+        limits.headerTimeout = try headerTimeout ?? environment("ATTACHE_HEADER_TIMEOUT").map(parseDuration) ?? limits.headerTimeout
+        limits.bodyTimeout = try bodyTimeout ?? environment("ATTACHE_BODY_TIMEOUT").map(parseDuration) ?? limits.bodyTimeout
+        limits.idleTimeout = try idleTimeout ?? environment("ATTACHE_IDLE_TIMEOUT").map(parseDuration) ?? limits.idleTimeout
+        limits.maxConnections = maxConnections ?? environment("ATTACHE_MAX_CONNECTIONS").flatMap(Int.init) ?? limits.maxConnections
+        guard limits.maxConnections > 0, limits.headerTimeout > .zero, limits.bodyTimeout > .zero, limits.idleTimeout > .zero else {
+            throw ValidationError("timeouts and --max-connections must be positive")
+        }
+        server.connections = limits
 
         var options = EnrichmentOptions()
         options.mediaDirectory = server.mediaDirectory
