@@ -5,6 +5,8 @@
 #   enrich   N processes, one payload each (whole process, start and exit included; and in-process)
 #   batch    200 payloads with distinct hung URLs, all in flight together (--concurrency 200)
 #   service  200 concurrent requests to `attache serve`, measured by the client
+#   sweep    `attache timeline --sweep` on an image that arrives after 400 ms, 20 ms steps: the
+#            flip point it finds, against the 400 ms it cannot beat (the test only bounds it)
 # Anchor, in the same run: curl --max-time against the same origin (its own timer's lateness).
 #   usage: Benchmarks/deadline.sh [ATTACHE_BINARY]   (N=20 processes by default; DEADLINE_MS=500)
 set -euo pipefail
@@ -92,3 +94,9 @@ print("\n".join(f"{r:.3f}" for r in results))
 EOF
 echo
 echo "target: every answer within 20 ms of its deadline (p99 and max <= +20 ms)"
+
+# The sweep's precision: the smallest deadline at which an image delayed 400 ms makes it.
+echo "{\"aps\":{\"alert\":\"w\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/alpha.png?delay=400\"}" > "$tmp/sweep.json"
+flip=$("$bin" timeline "$tmp/sweep.json" --sweep 300ms...700ms --steps 21 --allow-address 127.0.0.1/32 2>&1 \
+  | awk '/image-url: / {print $2}' | tail -1)
+echo "sweep: an image 400 ms away flips at ${flip:-none} (20 ms steps; the floor is 400 ms + fetch and render)"
