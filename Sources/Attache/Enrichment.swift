@@ -37,8 +37,7 @@ public struct Enrichment: Sendable {
     public let scratch: ScratchSpace
 
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
-        try FileStore.makeDirectories(options.mediaDirectory)
-        scratch = try ScratchSpace(in: options.mediaDirectory)
+        scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
         let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL,
                                   tempDirectory: scratch.path)
         let engine = try FetchEngine(
@@ -55,7 +54,13 @@ public struct Enrichment: Sendable {
         services = MediaServices(engine: engine, store: store, configuration: configuration,
                                  attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
                                  maxMediaJobs: options.maxMediaJobs, logger: logger)
-        runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
+        runtime = Self.runtime(options)
+    }
+
+    /// The runtime the options describe (also what a command answers with when the rest of the
+    /// enrichment cannot be built).
+    public static func runtime(_ options: EnrichmentOptions) -> ExtensionRuntime {
+        ExtensionRuntime(configuration: RuntimeConfiguration(
             deadline: options.deadline, onTimeout: options.onTimeout,
             attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes
         ))

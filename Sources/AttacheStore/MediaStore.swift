@@ -68,12 +68,6 @@ public struct FileStore: MediaStore {
     }
 
     public static func makeDirectories(_ path: String) throws {
-        var current = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            current += "/" + part
-            if mkdir(current, 0o755) != 0 && errno != EEXIST {
-                throw StoreError("cannot create directory \(current)")
-            }
-        }
+        do { try AttacheSupport.makeDirectories(path) } catch { throw StoreError("\(error)") }
     }
 }

@@ -106,10 +106,20 @@ public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory:
     }
 }
 
-/// The names in a directory, without `.` and `..`, in no particular order; empty when it cannot
-/// be read.
-public func directoryEntries(_ path: String) -> [String] {
-    guard let dir = opendir(path) else { return [] }
+/// Makes a directory and every missing one above it (mode 0755), as `mkdir -p`.
+public func makeDirectories(_ path: String) throws {
+    var current = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/") {
+        current += "/" + part
+        if mkdir(current, 0o755) != 0 && errno != EEXIST {
+            throw FileReadError(description: "cannot create directory \(current): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// The names in a directory, without `.` and `..`, in no particular order.
+public func directoryEntries(_ path: String) throws -> [String] {
+    guard let dir = opendir(path) else { throw FileReadError(description: "cannot open directory \(path)") }
     defer { closedir(dir) }
     var names: [String] = []
     while let entry = readdir(dir) {

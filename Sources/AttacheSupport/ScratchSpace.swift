@@ -1,4 +1,3 @@
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,12 +9,11 @@ import Glibc
 /// with it, whatever references are still alive; leftovers of a process that died (SIGKILL, a
 /// power cut) are swept by a later start once they are older than `staleAfter` — only by age,
 /// because replicas on other machines may share the directory and their pids mean nothing here.
-public final class ScratchSpace: Sendable {
+public struct ScratchSpace: Sendable {
     /// The process's own directory.
     public let path: String
     /// `PARENT/.attache-tmp`, shared by every process using the store.
     public let root: String
-    private let removed = Atomic<Bool>(false)
 
     public static let folderName = ".attache-tmp"
 
@@ -27,32 +25,17 @@ public final class ScratchSpace: Sendable {
             .filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
         var generator = SystemRandomNumberGenerator()
         path = "\(root)/\(hostName.isEmpty ? "host" : hostName)-\(getpid())-\(String(generator.next() as UInt32, radix: 16))"
-        guard mkdir(parent, 0o755) == 0 || errno == EEXIST,
-              mkdir(root, 0o755) == 0 || errno == EEXIST else {
-            throw FileReadError(description: "cannot create \(root): \(String(cString: strerror(errno)))")
-        }
+        try makeDirectories(root)
         Self.sweep(root, olderThan: staleAfter)
         guard mkdir(path, 0o700) == 0 else {
             throw FileReadError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
     }
 
-    /// A new file in the process's directory, open for writing; nil (errno set) when it cannot be
-    /// made (the directory is made again if a stale sweep removed it).
-    public func makeFile(prefix: String = "tmp") -> (fd: Int32, path: String)? {
-        guard !removed.load(ordering: .relaxed) else { return nil }
-        _ = mkdir(root, 0o755)
-        return makeTempFile(in: path, prefix: prefix)
-    }
-
     /// Removes the process's directory and everything in it (at shutdown or exit).
     public func removeAll() {
-        removed.store(true, ordering: .relaxed)
         Self.removeTree(path)
     }
-
-    /// Every file left in the process's directory (tests check that none are).
-    public var files: [String] { directoryEntries(path) }
 
     /// Removes the directories (and their files) under `root` not touched for `age`: a live
     /// process's directory changes whenever a body is written, and no body outlives a deadline.
@@ -60,7 +43,7 @@ public final class ScratchSpace: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let cutoff = Int(now.tv_sec) - Int(age.components.seconds)
-        for name in directoryEntries(root) {
+        for name in (try? directoryEntries(root)) ?? [] {
             let entry = "\(root)/\(name)"
             var info = stat()
             guard lstat(entry, &info) == 0, Int(info.st_mtim.tv_sec) < cutoff else { continue }
@@ -74,7 +57,7 @@ public final class ScratchSpace: Sendable {
 
     /// A directory of plain files (no deeper levels are made here), then the directory itself.
     static func removeTree(_ directory: String) {
-        for name in directoryEntries(directory) { unlink("\(directory)/\(name)") }
+        for name in (try? directoryEntries(directory)) ?? [] { unlink("\(directory)/\(name)") }
         rmdir(directory)
     }
 

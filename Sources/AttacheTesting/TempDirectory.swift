@@ -14,7 +14,7 @@ public func makeTempDirectory() throws -> String {
 
 /// Names in a directory (without . and ..), sorted.
 public func listDirectory(_ path: String) -> [String] {
-    directoryEntries(path).sorted()
+    ((try? directoryEntries(path)) ?? []).sorted()
 }
 
 extension String {

@@ -43,9 +43,7 @@ struct Enrich: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let options = try enrich.options()
-        let runtime = ExtensionRuntime(configuration: RuntimeConfiguration(
-            deadline: options.deadline, onTimeout: options.onTimeout,
-            attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes))
+        let runtime = Enrichment.runtime(options)
         // Exactly one payload out: whoever claims the emission first — the enrichment, or a
         // SIGTERM/SIGINT that comes before it — writes it.
         let claim = EmissionClaim()

@@ -4,6 +4,7 @@ import AttachePayload
 import AttacheSupport
 import AttacheTesting
 import Logging
+import Testing
 
 /// An origin serving Samples/media on 127.0.0.1:0, a temp media directory, and enrichment set
 /// up the way `attache enrich --allow-address 127.0.0.1/32` sets it up.
@@ -49,6 +50,20 @@ struct Harness {
     static func started(_ tweak: (inout EnrichmentOptions) -> Void = { _ in }) throws -> (Harness, Enrichment) {
         let h = try Harness()
         return (h, try h.enrichment(tweak))
+    }
+
+    /// Enriches `input` on a fresh harness and checks that the original came back, byte for byte,
+    /// with `reason`; the harness is stopped on return, its origin's statistics still readable.
+    @discardableResult
+    static func expectOriginal(_ input: (Harness) -> [UInt8], reason: Reason,
+                               sourceLocation: SourceLocation = #_sourceLocation) async throws -> (Harness, Emission) {
+        let (h, e) = try started()
+        defer { h.stop(e) }
+        let bytes = input(h)
+        let emission = try await e.enrich(bytes)
+        #expect(emission.bytes == bytes, sourceLocation: sourceLocation)
+        #expect(emission.reason == reason, sourceLocation: sourceLocation)
+        return (h, emission)
     }
 
     func stop(_ enrichment: Enrichment) {

@@ -54,13 +54,6 @@ public enum BatchInput: Sendable {
     }
 
     static func list(_ path: String) throws -> [String] {
-        guard let dir = opendir(path) else { throw FileReadError(description: "cannot open directory \(path)") }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if !name.hasPrefix(".") { names.append(name) }
-        }
-        return names
+        try directoryEntries(path).filter { !$0.hasPrefix(".") }
     }
 }
