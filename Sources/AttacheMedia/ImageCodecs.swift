@@ -67,6 +67,7 @@ enum ImageCodecs {
         options.max_pixels = UInt64(limits.maxPixels)
         options.max_memory = limits.maxDecoderMemory
         options.max_scans = Int32(limits.maxProgressiveScans)
+        options.max_frames = Int32(clamping: limits.maxGIFFrames)
         options.abort_context = Unmanaged.passUnretained(abort).toOpaque()
         options.abort_fn = { context in
             guard let context else { return 0 }
@@ -78,7 +79,7 @@ enum ImageCodecs {
         switch format {
         case .jpeg: status = attache_jpeg_decode(data, bytes.count, &options, &out)
         case .png: status = attache_png_decode(data, bytes.count, &options, &out)
-        case .gif: status = attache_gif_decode_first(data, bytes.count, &options, &out)
+        case .gif: status = attache_gif_decode(data, bytes.count, &options, &out)
         default: status = ATTACHE_ERR_UNSUPPORTED
         }
         // withExtendedLifetime: the C code held an unretained pointer to `abort`.

@@ -11,6 +11,9 @@ public struct ImageHeader: Sendable, Equatable {
     /// Animation frames (GIF), counted without decoding.
     public var frames: Int
     public var hasAlpha: Bool
+    /// A progressive JPEG keeps every DCT coefficient of the image until its last scan: what
+    /// libjpeg will allocate for them, from the frame header (0 for anything else).
+    public var coefficientBytes = 0
 
     /// Dimensions as shown, after orientation.
     public var displayWidth: Int { orientation >= 5 ? height : width }
@@ -32,6 +35,23 @@ public struct ImageHeader: Sendable, Equatable {
     private static func u16be(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
     private static func u32be(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
 
+    /// As libjpeg sizes its whole-image coefficient arrays: per component, 8×8 blocks of 16-bit
+    /// coefficients, padded to whole MCUs.
+    private static func coefficientBytes(_ b: UnsafeRawBufferPointer, segment: Int, length: Int, width: Int, height: Int) throws(MediaError) -> Int {
+        let count = Int(b[segment + 5])
+        guard count > 0, 6 + 3 * count <= length else { throw MediaError(.invalidMedia, "short SOF segment") }
+        let factors = (0..<count).map { (Int(b[segment + 7 + 3 * $0]) >> 4, Int(b[segment + 7 + 3 * $0]) & 15) }
+        guard factors.allSatisfy({ (1...4).contains($0.0) && (1...4).contains($0.1) }) else {
+            throw MediaError(.invalidMedia, "JPEG sampling factors out of range")
+        }
+        let hMax = factors.map(\.0).max() ?? 1, vMax = factors.map(\.1).max() ?? 1
+        func blocks(_ size: Int, _ factor: Int, _ most: Int) -> Int {
+            let inBlocks = (size * factor + most * 8 - 1) / (most * 8)
+            return (inBlocks + factor - 1) / factor * factor
+        }
+        return factors.reduce(0) { $0 + blocks(width, $1.0, hMax) * blocks(height, $1.1, vMax) * 64 * 2 }
+    }
+
     static func jpeg(_ b: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
         var i = 2
         var orientation = 1
@@ -51,8 +71,12 @@ public struct ImageHeader: Sendable, Equatable {
                 guard length >= 8 else { throw MediaError(.invalidMedia, "short SOF segment") }
                 let height = u16be(b, segment + 1), width = u16be(b, segment + 3)
                 guard width > 0, height > 0 else { throw MediaError(.invalidMedia, "JPEG declares no pixels") }
-                return ImageHeader(format: .jpeg, width: width, height: height, orientation: orientation,
-                                   progressive: [0xC2, 0xC6, 0xCA, 0xCE].contains(marker), frames: 1, hasAlpha: false)
+                var header = ImageHeader(format: .jpeg, width: width, height: height, orientation: orientation,
+                                         progressive: [0xC2, 0xC6, 0xCA, 0xCE].contains(marker), frames: 1, hasAlpha: false)
+                if header.progressive {
+                    header.coefficientBytes = try coefficientBytes(b, segment: segment, length: length - 2, width: width, height: height)
+                }
+                return header
             }
             if marker == 0xDA || marker == 0xD9 { break }
             i += 2 + length
@@ -138,7 +162,7 @@ public struct ImageHeader: Sendable, Equatable {
             case 0x3B:
                 break scan
             default:
-                break scan  // garbage; the decoder judges the first frame
+                break scan  // garbage; the decoder, which reads every frame, rejects it
             }
         }
         guard frames > 0 else { throw MediaError(.invalidMedia, "GIF has no image") }

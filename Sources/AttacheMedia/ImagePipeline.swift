@@ -63,6 +63,12 @@ public struct ImagePipeline: Sendable {
         if header.frames > limits.maxGIFFrames {
             throw MediaError(.limitsExceeded, "\(header.frames) frames (limit \(limits.maxGIFFrames))")
         }
+        // What libjpeg needs besides the coefficients (its pools, a few rows, the Huffman state):
+        // a margin, so that a file just under the limit is refused here rather than by libjpeg.
+        let working = 4 << 20
+        if header.coefficientBytes > 0 && header.coefficientBytes + working > limits.maxDecoderMemory {
+            throw MediaError(.limitsExceeded, "progressive \(header.width)x\(header.height) JPEG needs \(header.coefficientBytes >> 20) MiB of coefficients (limit \(limits.maxDecoderMemory >> 20) MiB)")
+        }
         let decoded = decodedPixels(header, plan: plan(header, target: 1))
         if decoded > limits.maxPixels {
             throw MediaError(.limitsExceeded, "\(header.width)x\(header.height) is over the \(limits.maxPixels)-pixel decode budget")
@@ -96,7 +102,7 @@ public struct ImagePipeline: Sendable {
         return plan
     }
 
-    /// Decodes (validating the whole first frame), then makes the thumbnail and, when the source
+    /// Decodes (validating the whole first frame, and every later frame of a GIF), then makes the thumbnail and, when the source
     /// is larger than the display size or over its byte cap, a display copy — from one decode.
     public func render(_ bytes: [UInt8], header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
         try bytes.withUnsafeBytes { try render($0, header: header, options: options, abort: abort) }

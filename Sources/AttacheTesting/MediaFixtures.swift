@@ -43,9 +43,10 @@ public enum Fixtures {
         return b
     }
 
-    /// A JPEG with only SOI and a frame header declaring a size.
-    public static func jpegHeader(width: Int, height: Int, progressive: Bool) -> [UInt8] {
+    /// A JPEG with only SOI and a frame header declaring a size; `luma` is the Y component's
+    /// sampling factors (0x22: 4:2:0, 0x11: 4:4:4).
+    public static func jpegHeader(width: Int, height: Int, progressive: Bool, luma: UInt8 = 0x22) -> [UInt8] {
         [0xFF, 0xD8, 0xFF, progressive ? 0xC2 : 0xC0, 0, 17, 8, UInt8(height >> 8), UInt8(height & 0xff),
-         UInt8(width >> 8), UInt8(width & 0xff), 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]
+         UInt8(width >> 8), UInt8(width & 0xff), 3, 1, luma, 0, 2, 0x11, 1, 3, 0x11, 1]
     }
 }

@@ -1,5 +1,8 @@
-// giflib, incremental reader: only the first frame is decoded and composited onto the logical
-// screen; palette indices are bounds-checked. DGifSlurp (which decodes every frame) is never used.
+// giflib, incremental reader: the first frame is decoded and composited onto the logical screen
+// (palette indices bounds-checked); every later frame is then LZW-decoded into one reused line and
+// thrown away, up to the trailer. An animated GIF goes to the device as it is, so a frame that
+// does not decode (a cut file, say) makes the whole GIF invalid. DGifSlurp, which would hold every
+// frame in memory at once, is never used.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +25,81 @@ static int read_data(GifFileType *gif, GifByteType *out, int count) {
     return (int)n;
 }
 
+// Sets the message (giflib's own when `what` is NULL); the caller closes the file.
 static attache_status fail(GifFileType *gif, attache_decode_options *options, attache_status status, const char *what) {
     int code = gif ? gif->Error : 0;
     if (what) snprintf(options->message, sizeof options->message, "%s", what);
+    else if (code == D_GIF_ERR_READ_FAILED) snprintf(options->message, sizeof options->message, "GIF is cut short");
     else snprintf(options->message, sizeof options->message, "%s", GifErrorString(code) ? GifErrorString(code) : "corrupt GIF");
-    if (gif) DGifCloseFile(gif, NULL);
+    return status;
+}
+
+static int should_abort(attache_decode_options *options) {
+    return options->abort_fn && options->abort_fn(options->abort_context);
+}
+
+// Reads extension blocks up to the next image descriptor (or the trailer, which sets *done),
+// noting the transparent index of a graphic control block.
+static attache_status next_image(GifFileType *gif, attache_decode_options *options, int *transparent, int *done) {
+    GifRecordType record;
+    for (;;) {
+        if (DGifGetRecordType(gif, &record) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+        if (record == TERMINATE_RECORD_TYPE) { *done = 1; return ATTACHE_OK; }
+        if (record == IMAGE_DESC_RECORD_TYPE) {
+            if (DGifGetImageDesc(gif) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+            const GifImageDesc *d = &gif->Image;
+            if (d->Width <= 0 || d->Height <= 0 || (uint64_t)d->Width * d->Height > options->max_pixels)
+                return fail(gif, options, ATTACHE_ERR_LIMITS, "frame size out of range");
+            if (!d->ColorMap && !gif->SColorMap) return fail(gif, options, ATTACHE_ERR_INVALID, "GIF frame has no colour table");
+            *done = 0;
+            return ATTACHE_OK;
+        }
+        if (record != EXTENSION_RECORD_TYPE) continue;
+        int code;
+        GifByteType *ext;
+        if (DGifGetExtension(gif, &code, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+        if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
+            GraphicsControlBlock gcb;
+            if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK) *transparent = gcb.TransparentColor;
+        }
+        while (ext) {
+            if (DGifGetExtensionNext(gif, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+        }
+    }
+}
+
+// Every frame after the first: decoded line by line into one buffer, to the trailer.
+static attache_status check_later_frames(GifFileType *gif, attache_decode_options *options) {
+    GifPixelType *line = NULL;
+    size_t capacity = 0;
+    attache_status status = ATTACHE_OK;
+    int frames = 1, transparent = -1, done = 0;
+    while (status == ATTACHE_OK) {
+        status = next_image(gif, options, &transparent, &done);
+        if (status != ATTACHE_OK || done) break;
+        if (options->max_frames > 0 && ++frames > options->max_frames) {
+            status = fail(gif, options, ATTACHE_ERR_LIMITS, "too many frames");
+            break;
+        }
+        const int w = gif->Image.Width, h = gif->Image.Height;
+        if ((size_t)w > capacity) {
+            GifPixelType *grown = realloc(line, (size_t)w);
+            if (!grown) { status = fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory"); break; }
+            line = grown;
+            capacity = (size_t)w;
+        }
+        for (int y = 0; y < h; y++) {
+            if (DGifGetLine(gif, line, w) == GIF_ERROR) {
+                char what[80];
+                snprintf(what, sizeof what, "frame %d does not decode (%s)", frames,
+                         GifErrorString(gif->Error) ? GifErrorString(gif->Error) : "corrupt data");
+                status = fail(gif, options, ATTACHE_ERR_INVALID, what);
+                break;
+            }
+            if ((y & 63) == 63 && should_abort(options)) { status = fail(gif, options, ATTACHE_ERR_ABORTED, "aborted"); break; }
+        }
+    }
+    free(line);
     return status;
 }
 
@@ -68,7 +141,7 @@ static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *ma
             for (int x = 0; x < w; x++) memcpy(row + x * 3, colours[line[x]], 3);
         }
         attache_shrinker_push(&shrinker, row);
-        if ((y & 31) == 31 && options->abort_fn && options->abort_fn(options->abort_context)) status = ATTACHE_ERR_ABORTED;
+        if ((y & 31) == 31 && should_abort(options)) status = ATTACHE_ERR_ABORTED;
     }
     free(line);
     free(row);
@@ -76,7 +149,6 @@ static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *ma
         attache_shrinker_free(&shrinker);
         return fail(gif, options, status, status == ATTACHE_ERR_ABORTED ? "aborted" : NULL);
     }
-    DGifCloseFile(gif, NULL);
     attache_shrinker_finish(&shrinker, out);
     if (channels == 4 && !any_transparent && out->pixels) {  // opaque after all: RGB, in place
         size_t n = (size_t)out->width * out->height;
@@ -86,51 +158,13 @@ static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *ma
     return ATTACHE_OK;
 }
 
-attache_status attache_gif_decode_first(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
-    reader r = { data, length, 0 };
-    int error = 0;
-    memset(out, 0, sizeof *out);
-    options->message[0] = 0;
-    GifFileType *gif = DGifOpen(&r, read_data, &error);
-    if (!gif) {
-        snprintf(options->message, sizeof options->message, "%s", GifErrorString(error) ? GifErrorString(error) : "not a GIF");
-        return ATTACHE_ERR_INVALID;
-    }
-    int sw = gif->SWidth, sh = gif->SHeight;
-    if (sw <= 0 || sh <= 0) return fail(gif, options, ATTACHE_ERR_INVALID, "empty logical screen");
-    if ((uint64_t)sw * sh > options->max_pixels) return fail(gif, options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
-
-    int transparent = -1;
-    GifRecordType record;
-    for (;;) {
-        if (DGifGetRecordType(gif, &record) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
-        if (record == TERMINATE_RECORD_TYPE) return fail(gif, options, ATTACHE_ERR_INVALID, "GIF has no image");
-        if (record == EXTENSION_RECORD_TYPE) {
-            int code;
-            GifByteType *ext;
-            if (DGifGetExtension(gif, &code, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
-            if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
-                GraphicsControlBlock gcb;
-                if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK) transparent = gcb.TransparentColor;
-            }
-            while (ext) {
-                if (DGifGetExtensionNext(gif, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
-            }
-            continue;
-        }
-        if (record == IMAGE_DESC_RECORD_TYPE) break;
-    }
-    if (DGifGetImageDesc(gif) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+// A first frame that does not cover the screen, or is interlaced: composited onto a premultiplied
+// RGBA canvas (what it does not cover stays transparent), which then streams into the shrinker.
+static attache_status composite_first_frame(GifFileType *gif, ColorMapObject *map, int transparent,
+                                            attache_decode_options *options, attache_image *out) {
+    const int sw = gif->SWidth, sh = gif->SHeight;
     GifImageDesc *d = &gif->Image;
-    ColorMapObject *map = d->ColorMap ? d->ColorMap : gif->SColorMap;
-    if (!map) return fail(gif, options, ATTACHE_ERR_INVALID, "GIF frame has no colour table");
-    if (d->Width <= 0 || d->Height <= 0 || (uint64_t)d->Width * d->Height > options->max_pixels)
-        return fail(gif, options, ATTACHE_ERR_LIMITS, "frame size out of range");
-
     int covers = d->Left == 0 && d->Top == 0 && d->Width == sw && d->Height == sh;
-    if (covers && !d->Interlace) return stream_covering_frame(gif, map, transparent, options, out);
-
-    // Canvas in premultiplied RGBA; what the first frame does not cover stays transparent.
     uint8_t *canvas = calloc((size_t)sw * sh, 4);
     GifPixelType *line = malloc((size_t)d->Width);
     if (!canvas || !line) {
@@ -160,26 +194,20 @@ attache_status attache_gif_decode_first(const uint8_t *data, size_t length, atta
                 uint8_t *p = row + cx * 4;
                 p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue; p[3] = 255;
             }
-            if ((++rows_done & 31) == 0 && options->abort_fn && options->abort_fn(options->abort_context)) {
+            if ((++rows_done & 31) == 0 && should_abort(options)) {
                 free(canvas); free(line);
                 return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
             }
         }
     }
     free(line);
-    DGifCloseFile(gif, NULL);
 
     attache_shrinker shrinker;
     int channels = any_transparent ? 4 : 3;
-    if (!attache_shrinker_init(&shrinker, sw, sh, channels, options->shrink, 0)) {
-        free(canvas);
-        return ATTACHE_ERR_NOMEM;
-    }
     uint8_t *rgb = channels == 3 ? malloc((size_t)sw * 3) : NULL;
-    if (channels == 3 && !rgb) {
-        free(canvas);
-        attache_shrinker_free(&shrinker);
-        return ATTACHE_ERR_NOMEM;
+    if ((channels == 3 && !rgb) || !attache_shrinker_init(&shrinker, sw, sh, channels, options->shrink, 0)) {
+        free(canvas); free(rgb);
+        return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     }
     for (int y = 0; y < sh; y++) {
         const uint8_t *row = canvas + (size_t)y * sw * 4;
@@ -194,4 +222,36 @@ attache_status attache_gif_decode_first(const uint8_t *data, size_t length, atta
     free(canvas);
     attache_shrinker_finish(&shrinker, out);
     return ATTACHE_OK;
+}
+
+attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
+    reader r = { data, length, 0 };
+    int error = 0;
+    memset(out, 0, sizeof *out);
+    options->message[0] = 0;
+    GifFileType *gif = DGifOpen(&r, read_data, &error);
+    if (!gif) {
+        snprintf(options->message, sizeof options->message, "%s", GifErrorString(error) ? GifErrorString(error) : "not a GIF");
+        return ATTACHE_ERR_INVALID;
+    }
+    attache_status status = ATTACHE_OK;
+    int transparent = -1, done = 0;
+    const int sw = gif->SWidth, sh = gif->SHeight;
+    if (sw <= 0 || sh <= 0) status = fail(gif, options, ATTACHE_ERR_INVALID, "empty logical screen");
+    else if ((uint64_t)sw * sh > options->max_pixels) status = fail(gif, options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
+    else status = next_image(gif, options, &transparent, &done);
+    if (status == ATTACHE_OK && done) status = fail(gif, options, ATTACHE_ERR_INVALID, "GIF has no image");
+    if (status == ATTACHE_OK) {
+        const GifImageDesc *d = &gif->Image;
+        ColorMapObject *map = d->ColorMap ? d->ColorMap : gif->SColorMap;
+        int covers = d->Left == 0 && d->Top == 0 && d->Width == sw && d->Height == sh;
+        status = covers && !d->Interlace ? stream_covering_frame(gif, map, transparent, options, out)
+                                         : composite_first_frame(gif, map, transparent, options, out);
+    }
+    if (status == ATTACHE_OK) {
+        status = check_later_frames(gif, options);
+        if (status != ATTACHE_OK) attache_image_free(out);
+    }
+    DGifCloseFile(gif, NULL);
+    return status;
 }

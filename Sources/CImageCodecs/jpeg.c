@@ -5,6 +5,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <jpeglib.h>
+#include <jerror.h>
 #include "attache_codecs.h"
 #include "shrink.h"
 
@@ -23,8 +24,17 @@ typedef struct {
 
 static void on_error(j_common_ptr cinfo) {
     error_mgr *err = (error_mgr *)cinfo->err;
-    if (err->message) (*cinfo->err->format_message)(cinfo, err->message);
-    if (err->status == ATTACHE_OK) err->status = ATTACHE_ERR_INVALID;
+    // libjpeg asks for a backing store (a temp file) when max_memory_to_use is not enough: that
+    // is the memory limit speaking, not a corrupt file.
+    int over_limit = cinfo->err->msg_code == JERR_NO_BACKING_STORE || cinfo->err->msg_code == JERR_OUT_OF_MEMORY;
+    if (err->message) {
+        // format_message writes up to JMSG_LENGTH_MAX (200) bytes; the caller's buffer is smaller.
+        char text[JMSG_LENGTH_MAX];
+        if (over_limit) snprintf(text, sizeof text, "needs more memory than the decoder limit");
+        else (*cinfo->err->format_message)(cinfo, text);
+        snprintf(err->message, sizeof ((attache_decode_options *)0)->message, "%s", text);
+    }
+    if (err->status == ATTACHE_OK) err->status = over_limit ? ATTACHE_ERR_LIMITS : ATTACHE_ERR_INVALID;
     longjmp(err->jump, 1);
 }
 

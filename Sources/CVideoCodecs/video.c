@@ -88,6 +88,37 @@ static void copy_name(char *out, size_t size, const char *name) {
     snprintf(out, size, "%s", name ? name : "");
 }
 
+// A sound's duration as its packets say, not as its header claims: an MP3's Xing header (or a
+// WAV's data size) still promises the whole length when the file was cut in half. Demuxing reads
+// each packet's timing without decoding it, so this costs a pass over the bytes and little else.
+static attache_status measure_sound(attache_media *m, int stream, attache_media_facts *facts) {
+    AVPacket *pkt = FF(av_packet_alloc)();
+    if (!pkt) return ATTACHE_ERR_NOMEM;
+    const AVStream *st = m->format->streams[stream];
+    int64_t start = st->start_time, end = AV_NOPTS_VALUE;
+    int rc;
+    while ((rc = FF(av_read_frame)(m->format, pkt)) >= 0) {
+        if (pkt->stream_index == stream) {
+            int64_t at = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+            if (at != AV_NOPTS_VALUE) {
+                if (start == AV_NOPTS_VALUE || at < start) start = at;
+                int64_t stop = at + (pkt->duration > 0 ? pkt->duration : 0);
+                if (end == AV_NOPTS_VALUE || stop > end) end = stop;
+            }
+        }
+        FF(av_packet_unref)(pkt);
+    }
+    FF(av_packet_free)(&pkt);
+    // Any other error ends the readable part, which is what gets reported.
+    if (rc == AVERROR_EXIT) return failure(m->options, rc, "read");
+    if (end == AV_NOPTS_VALUE) {
+        snprintf(m->options->message, sizeof m->options->message, "no audio packet can be read");
+        return ATTACHE_ERR_INVALID;
+    }
+    facts->duration = (double)(end - start) * av_q2d(st->time_base);
+    return ATTACHE_OK;
+}
+
 attache_status attache_media_open(const uint8_t *data, size_t length, attache_media_options *o,
                                   attache_media **out, attache_media_facts *facts) {
     *out = NULL;
@@ -169,6 +200,7 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     if (m->format->duration != AV_NOPTS_VALUE && m->format->duration > 0)
         facts->duration = (double)m->format->duration / AV_TIME_BASE;
     facts->bit_rate = m->format->bit_rate;
+    int audio_stream = -1;
     if (facts->bit_rate <= 0 && facts->duration > 0)  // what find_stream_info would estimate
         facts->bit_rate = (int64_t)((double)length * 8 / facts->duration);
     for (unsigned i = 0; i < m->format->nb_streams; i++) {
@@ -193,7 +225,15 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
             }
         } else if (p->codec_type == AVMEDIA_TYPE_AUDIO && !facts->has_audio) {
             facts->has_audio = 1;
+            audio_stream = (int)i;
             copy_name(facts->audio_codec, sizeof facts->audio_codec, FF(avcodec_get_name)(p->codec_id));
+        }
+    }
+    if (!facts->has_video && audio_stream >= 0) {
+        attache_status status = measure_sound(m, audio_stream, facts);
+        if (status != ATTACHE_OK) {
+            attache_media_close(m);
+            return status;
         }
     }
     *out = m;

@@ -7,7 +7,7 @@ struct Thumbnail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "thumbnail",
         abstract: "Validate a media file and write its thumbnail (the pipeline's own code; used by the benchmarks).",
-        discussion: "Images: the first frame. Movies: a poster frame at --time (default: cover art, else 1 s or 10 % of a short clip)."
+        discussion: "Images: the first frame (every later frame of a GIF is decoded too, to check it). Movies: a poster frame at --time (default: cover art, else 1 s or 10 % of a short clip)."
     )
 
     @Argument(help: "Image (JPEG, PNG, GIF) or movie (MP4, MOV, AVI, MPEG).")

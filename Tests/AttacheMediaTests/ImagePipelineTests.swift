@@ -83,6 +83,25 @@ import Testing
         }
     }
 
+    /// An animated GIF goes to the device as it is: a cut anywhere past the first frame (which once
+    /// still decoded, and was stored with the header's frame count) is invalid, as is a later
+    /// frame whose LZW data is garbage.
+    @Test func everyFrameOfAGIFMustDecodeToTheTrailer() throws {
+        let whole = Fixtures.bytes("animated.gif")
+        #expect(throws: Never.self) { try render(whole) }
+        for share in [0.97, 0.75, 0.5] {
+            let cut = Array(whole.prefix(Int(Double(whole.count) * share)))
+            #expect { try render(cut) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+        }
+        #expect { try render(Array(whole.dropLast())) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+        // Frames 2 and 3 of a hand-made GIF: an LZW code past the table in the last frame.
+        var bytes = Fixtures.gif(width: 1, height: 1, frames: 3)
+        #expect(throws: Never.self) { try render(bytes) }
+        let last = try #require(bytes.lastIndex(of: 0x2C))  // the last image descriptor
+        bytes.replaceSubrange((last + 10)..., with: [2, 2, 0xFF, 0xFF, 0, 0x3B])
+        #expect { try render(bytes) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+    }
+
     func expectNoCrash(_ bytes: [UInt8]) {
         do {
             _ = try render(bytes)
@@ -111,6 +130,29 @@ import Testing
         #expect { try pipeline.inspect(Fixtures.jpegHeader(width: 16000, height: 12000, progressive: true)) } throws: {
             ($0 as? MediaError)?.code == .limitsExceeded
         }
+    }
+
+    /// 49 MP progressive: 4:4:4 needs 294 MB of coefficients, over the 256 MiB decoder budget, and
+    /// is refused from its header; 4:2:0 needs 147 MB and goes on to the decoder.
+    @Test func progressiveJPEGCoefficientsAreCountedFromTheHeader() throws {
+        let full = try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x22))
+        #expect(full.coefficientBytes == 876 * 876 * 128 + 2 * 438 * 438 * 128)  // luma padded to whole 16×16 MCUs
+        #expect { try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x11)) } throws: {
+            ($0 as? MediaError)?.code == .limitsExceeded
+        }
+    }
+
+    /// When libjpeg itself runs out of its memory budget (it asks for a backing store), that is
+    /// the limit speaking, not a corrupt file.
+    @Test func aDecoderOverItsMemoryBudgetIsLimitsExceeded() throws {
+        let bytes = Fixtures.bytes("progressive.jpg")
+        let header = try pipeline.inspect(bytes)
+        #expect(header.coefficientBytes > 64 << 10)
+        var small = MediaLimits()
+        small.maxDecoderMemory = 64 << 10
+        #expect {
+            try bytes.withUnsafeBytes { try ImageCodecs.decode($0, format: .jpeg, plan: DecodePlan(), limits: small, abort: AbortFlag()) }
+        } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
     }
 
     @Test func decodesTheFirstGIFFrameOfAHandMadeFile() throws {

@@ -48,6 +48,17 @@ import Testing
         #expect { try pipeline.probe(Fixtures.bytes("playlist.mp4")) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
     }
 
+    /// The sample's Info header promises 2.04 s whatever follows it: half the file is reported
+    /// with the duration its packets hold.
+    @Test func aCutSoundReportsTheDurationItHolds() throws {
+        let sound = Fixtures.bytes("sound.mp3")
+        let whole = try pipeline.probe(sound)
+        let half = try pipeline.probe(Array(sound.prefix(sound.count / 2)))
+        #expect(whole.duration > 1.9)
+        #expect(half.duration > 0.7 && half.duration < 1.2)
+        #expect { try pipeline.probe(Array(sound.prefix(300))) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+    }
+
     @Test func aTruncatedMP4IsInvalid() {
         let clip = Fixtures.bytes("clip.mp4")
         for cut in [2_000, 40_000, clip.count - 100] {

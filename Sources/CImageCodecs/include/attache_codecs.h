@@ -32,6 +32,7 @@ typedef struct {
     uint64_t max_pixels;      // limit on decoded pixels before the box shrink
     long max_memory;          // JPEG: libjpeg's own memory limit, in bytes
     int max_scans;            // JPEG: progressive scan limit
+    int max_frames;           // GIF: frame limit (0: none)
     attache_abort_fn abort_fn;
     void *abort_context;
     char message[160];        // set on failure
@@ -39,8 +40,9 @@ typedef struct {
 
 attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
-/// Decodes and composites the first frame of a GIF onto its logical screen.
-attache_status attache_gif_decode_first(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+/// Decodes and composites the first frame of a GIF onto its logical screen, then decodes every
+/// later frame (and throws it away) up to the trailer: any that fails makes the GIF invalid.
+attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 
 attache_status attache_jpeg_encode(const attache_image *image, int quality, uint8_t **out, size_t *out_length, char message[160]);
 attache_status attache_png_encode(const attache_image *image, uint8_t **out, size_t *out_length, char message[160]);
