@@ -15,7 +15,8 @@ struct Batch: AsyncParsableCommand {
         discussion: """
         Every distinct media URL is fetched and rendered once per batch. The report (one JSON line per \
         payload: line, outcome, reason, timings) is the batch's ledger: after an interruption, --resume \
-        continues where it stops, with no payload lost or written twice. Lines that are not JSON objects \
+        continues where it stops, with no payload lost or written twice; its first line records the \
+        input (path, size, a hash of its start, the shard), and resuming against another input is refused. Lines that are not JSON objects \
         are reported with their line number and copied to the rejects file; the batch goes on. Exit \
         status is non-zero only when the batch itself could not run.
         """

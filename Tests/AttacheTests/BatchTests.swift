@@ -95,6 +95,44 @@ import Glibc
         #expect(resumed == report.map { $0.prefix(while: { $0 != "e" }) })
     }
 
+    /// The first ledger entry records the input; resuming against another file, the same path
+    /// with other contents, or another shard is refused and leaves every file as it was. A ledger
+    /// from before the input was recorded still resumes.
+    @Test func resumingAgainstAnotherInputIsRefused() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 30))
+        try writeBytes("\(dir)/other.jsonl", Self.input(port: origin.port, count: 31))
+        _ = try await run("\(dir)/in.jsonl", "\(dir)/out.jsonl", media: "\(dir)/media")
+        let report = try lines("\(dir)/out.jsonl.report.jsonl")
+        #expect(report[0].contains(#""input":{"path":"\#(dir)/in.jsonl","size":"#))
+        #expect(!report[1].contains(#""input""#))
+        let kept = try (readBytes("\(dir)/out.jsonl"), readBytes("\(dir)/out.jsonl.report.jsonl"))
+        func expectRefused(_ input: String, shard: (Int, Int)? = nil, _ why: String) async throws {
+            await #expect { try await run(input, "\(dir)/out.jsonl", media: "\(dir)/media", resume: true, shard: shard) } throws: {
+                "\($0)".contains("ledger of another input") && "\($0)".contains(why)
+            }
+            let now = try (readBytes("\(dir)/out.jsonl"), readBytes("\(dir)/out.jsonl.report.jsonl"))
+            #expect(now == kept)
+        }
+        try await expectRefused("\(dir)/other.jsonl", "path")
+        try await expectRefused("\(dir)/in.jsonl", shard: (0, 2), "shard")
+        // Same path and size, other bytes.
+        var changed = try readBytes("\(dir)/in.jsonl")
+        changed[changed.count - 3] = UInt8(ascii: "8")
+        try writeBytes("\(dir)/in.jsonl", changed)
+        try await expectRefused("\(dir)/in.jsonl", "first 64 KiB")
+
+        // A ledger without the input (as written before it was recorded) resumes.
+        try writeBytes("\(dir)/in.jsonl", Self.input(port: origin.port, count: 30))
+        let old = report.prefix(10).map { $0.replacing(#/,"input":\{[^}]*\}/#, with: "") }
+        #expect(!old[0].contains("input"))
+        try writeBytes("\(dir)/out.jsonl.report.jsonl", Array((old.joined(separator: "\n") + "\n").utf8))
+        let progress = try await run("\(dir)/in.jsonl", "\(dir)/out.jsonl", media: "\(dir)/media", resume: true)
+        #expect(progress.resumed == 10 && progress.done == 30)
+    }
+
     @Test func shardOutputsTogetherEqualTheWhole() async throws {
         let origin = try Self.origin()
         defer { origin.stop() }

@@ -106,8 +106,22 @@ for i in 1 2 3; do
   echo "{\"aps\":{\"alert\":\"b\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port2/big.jpg?n=$i\"}" \
     | "$bin" enrich - --allow-address 127.0.0.1/32 --media-dir "$tmp/bigmedia" > /dev/null 2>&1
 done
-kill $origin2 2>/dev/null
 left=$(find "$tmp/bigmedia" -type f | wc -l)
 check "large fetches leave no temp file (found $left files)" "[ $left -eq 0 ]"
+
+# The disk fills while that body spills to its temp file: the download failed (fetch-failed, not
+# store-failed), the original goes out, and nothing is left on the disk. A 2 MB tmpfs in a mount
+# namespace of its own, so no exit path has anything to unmount.
+mkdir -p "$tmp/full"
+echo "{\"aps\":{\"alert\":\"f\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port2/big.jpg?n=full\"}" > "$tmp/full.json"
+unshare --mount --map-root-user sh -c '
+  mount -t tmpfs -o size=2m tmpfs "$1" || exit 97
+  "$2" enrich "$3" --allow-address 127.0.0.1/32 --media-dir "$1/media" --report "$4" > "$5" 2> /dev/null
+  echo $? > "$6"
+  find "$1" -type f | wc -l > "$7"' sh "$tmp/full" "$bin" "$tmp/full.json" "$tmp/full-report.json" "$tmp/full-out" "$tmp/full-code" "$tmp/full-left"
+check "a full disk: exit 0 with the original" "[ \"\$(cat $tmp/full-code)\" = 0 ] && cmp -s $tmp/full.json $tmp/full-out"
+check "a full disk while downloading is fetch-failed" "grep -q '\"reason\":\"fetch-failed\"' $tmp/full-report.json"
+check "a full disk: no file left on it" "[ \"\$(cat $tmp/full-left)\" = 0 ]"
+kill $origin2 2>/dev/null
 
 finish cli

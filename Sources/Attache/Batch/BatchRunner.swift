@@ -68,13 +68,16 @@ public struct BatchRunner: Sendable {
 
     public func run(progress: @Sendable (BatchProgress) -> Void = { _ in }) async throws -> BatchProgress {
         let start = ContinuousClock.now
-        var items = try configuration.input.items()
+        var (items, identity) = try configuration.input.read()
         if let shard = configuration.shard {
             items = items.enumerated().filter { $0.offset % shard.count == shard.index }.map(\.element)
+            identity.shard = "\(shard.index)/\(shard.count)"
         }
         if configuration.outputIsDirectory { try FileStore.makeDirectories(configuration.output) }
 
         // The ledger decides what is done; the output and rejects files are cut back to match it.
+        // Checked before anything is opened for writing, so a refused resume changes nothing.
+        if configuration.resume { try checkIdentity(identity) }
         let report = try LineFile(path: configuration.report, resume: configuration.resume)
         let done = report.lines.count
         let rejectedBefore = report.lines.filter { Self.isRejection($0) }.count
@@ -85,6 +88,7 @@ public struct BatchRunner: Sendable {
             min(lines.count, rejectedBefore)
         }
 
+        var recordIdentity = report.lines.isEmpty
         var state = BatchProgress()
         state.total = items.count
         state.done = min(done, items.count)
@@ -105,7 +109,9 @@ public struct BatchRunner: Sendable {
             while let (index, answer) = try await group.next() {
                 ready[index] = answer
                 while let answer = ready.removeValue(forKey: written) {
-                    let line = try write(pending[written], answer, output: output, rejects: rejects, report: report)
+                    let line = try write(pending[written], answer, identity: recordIdentity ? identity : nil,
+                                         output: output, rejects: rejects, report: report)
+                    recordIdentity = false
                     tally(line, into: &state)
                     state.done += 1
                     written += 1
@@ -138,12 +144,27 @@ public struct BatchRunner: Sendable {
         }
     }
 
+    /// A ledger whose first entry names another input is refused. Ledgers from before the input
+    /// was recorded (and empty ones) resume as they always did.
+    private func checkIdentity(_ identity: BatchInputIdentity) throws {
+        guard let bytes = try? readFile(configuration.report),
+              let first = bytes.split(separator: 0x0A).first,
+              let recorded = BatchInputIdentity(json: (try? JSONParser().parse(Array(first)))?.objectValue?["input"]) else { return }
+        if let why = identity.mismatch(with: recorded) {
+            throw BatchError("--resume: \(configuration.report) is the ledger of another input (\(why)); "
+                + "run without --resume to start over, or give another --output")
+        }
+    }
+
     /// Writes one answer: the payload (output), then its ledger line (report), so a crash between
-    /// the two is undone on resume by cutting the output back to the ledger.
-    private func write(_ item: BatchItem, _ answer: Answer, output: LineFile?, rejects: LineFile, report: LineFile) throws -> [UInt8] {
+    /// the two is undone on resume by cutting the output back to the ledger. The ledger's first
+    /// entry also says what the input was (`input`).
+    private func write(_ item: BatchItem, _ answer: Answer, identity: BatchInputIdentity?,
+                       output: LineFile?, rejects: LineFile, report: LineFile) throws -> [UInt8] {
         var entry = JSONObject()
         entry["line"] = .int(item.line)
         entry["source"] = .string(item.name)
+        if let identity { entry["input"] = identity.json }
         switch answer {
         case .emitted(let emission):
             if configuration.outputIsDirectory {
