@@ -122,6 +122,17 @@ unshare --mount --map-root-user sh -c '
 check "a full disk: exit 0 with the original" "[ \"\$(cat $tmp/full-code)\" = 0 ] && cmp -s $tmp/full.json $tmp/full-out"
 check "a full disk while downloading is fetch-failed" "grep -q '\"reason\":\"fetch-failed\"' $tmp/full-report.json"
 check "a full disk: no file left on it" "[ \"\$(cat $tmp/full-left)\" = 0 ]"
+# A disk with room for the directories but not the renditions: store-failed, nothing left.
+cp Samples/media/photo.jpg "$tmp/big/photo.jpg"
+sed "s|big.jpg?n=full|photo.jpg|" "$tmp/full.json" > "$tmp/full2.json"
+unshare --mount --map-root-user sh -c '
+  mount -t tmpfs -o size=16k tmpfs "$1" || exit 97
+  "$2" enrich "$3" --allow-address 127.0.0.1/32 --media-dir "$1/media" --report "$4" > "$5" 2> /dev/null
+  echo $? > "$6"
+  find "$1" -type f | wc -l > "$7"' sh "$tmp/full" "$bin" "$tmp/full2.json" "$tmp/full2-report.json" "$tmp/full2-out" "$tmp/full2-code" "$tmp/full2-left"
+check "no room to store: exit 0 with the original" "[ \"\$(cat $tmp/full2-code)\" = 0 ] && cmp -s $tmp/full2.json $tmp/full2-out"
+check "no room to store is store-failed" "grep -q '\"reason\":\"store-failed\"' $tmp/full2-report.json"
+check "no room to store: no file left" "[ \"\$(cat $tmp/full2-left)\" = 0 ]"
 kill $origin2 2>/dev/null
 
 finish cli
