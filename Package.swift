@@ -7,8 +7,10 @@ let package = Package(
     name: "Attache",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "attache", targets: ["attache"]),
-        .executable(name: "attache-serve", targets: ["attache-serve"]),
+        // Target names never differ from one another only by case (a macOS disk is case-insensitive
+        // by default); the executables keep their lower-case names as products.
+        .executable(name: "attache", targets: ["AttacheCLI"]),
+        .executable(name: "attache-serve", targets: ["AttacheServe"]),
         .library(name: "Attache", targets: ["Attache"]),
         .library(name: "AttacheTesting", targets: ["AttacheTesting"]),
     ],
@@ -40,14 +42,12 @@ let package = Package(
         .target(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG", "CGIF"],
-            cSettings: [.unsafeFlags(["-O3"])],
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif")]
         ),
         // Probe and poster frames on FFmpeg; its macros stay in here.
         .target(
             name: "CVideoCodecs",
             dependencies: ["CFFmpeg", "CImageCodecs"],
-            cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("dl")]
         ),
 
@@ -66,6 +66,13 @@ let package = Package(
                 "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        // What the command line runs besides enrichment: the batch runner (ordered, resumable
+        // output) and the fallback-timing lab (timeline renderer, deadline sweep).
+        .target(
+            name: "AttacheTools",
+            dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"],
             swiftSettings: strict
         ),
         .target(
@@ -96,16 +103,16 @@ let package = Package(
         // Every command but the service, which `attache serve` runs from attache-serve: Hummingbird
         // brings Foundation and ICU, which every other command would pay for at start.
         .executableTarget(
-            name: "attache",
+            name: "AttacheCLI",
             dependencies: [
-                "Attache", "AttacheCommandLine", "AttacheTesting", "AttacheSupport",
+                "Attache", "AttacheTools", "AttacheCommandLine", "AttacheTesting", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
         .executableTarget(
-            name: "attache-serve",
+            name: "AttacheServe",
             dependencies: [
                 "Attache", "AttacheServer", "AttacheCommandLine", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -123,7 +130,7 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
-        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTesting", "TitleRewriter"]),
+        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTools", "AttacheTesting", "TitleRewriter"]),
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [

@@ -111,10 +111,10 @@ public struct ExtensionRuntime: Sendable {
             // attempt goes out only when asked for and usable.
             let pending = result.attachments.map { a -> AttachmentReport in
                 var a = a
-                if a.outcome == "pending" { a.outcome = "failed"; a.reason = .timeout }
+                if a.outcome == .pending { a.outcome = .failed; a.reason = .timeout }
                 return a
             }
-            let attached = pending.contains { $0.outcome == "attached" }
+            let attached = pending.contains { $0.outcome == .attached }
             if configuration.onTimeout == .bestAttempt, attached, let encoded = encode(result.content, original: payload) {
                 return emit(encoded, .partial, .timeout, pending, start: start)
             }
@@ -138,9 +138,9 @@ public struct ExtensionRuntime: Sendable {
     static func merge(snapshot: [AttachmentReport]?, final: [AttachmentReport]) -> [AttachmentReport] {
         final.enumerated().map { i, report in
             var report = report
-            let attachedInTime = snapshot.map { i < $0.count && $0[i].outcome == "attached" } ?? false
-            if !attachedInTime && report.outcome != "failed" {
-                report.outcome = "failed"
+            let attachedInTime = snapshot.map { i < $0.count && $0[i].outcome == .attached } ?? false
+            if !attachedInTime && report.outcome != .failed {
+                report.outcome = .failed
                 report.reason = .timeout
             }
             return report

@@ -130,7 +130,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             if !attached.isEmpty, let airship = services.configuration.dialects.airshipContent(in: request.payload.root) {
                 content.userInfo.setAlert(title: airship.title, subtitle: airship.subtitle, body: airship.body)
             }
-            let firstFailure = s.reports.first { $0.outcome == "failed" }?.reason
+            let firstFailure = s.reports.first { $0.outcome == .failed }?.reason
             let outcome: Outcome
             if !final { outcome = .fallback }
             else if attached.count == s.mediaRequests.count { outcome = .enriched }
@@ -162,7 +162,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func fail(_ index: Int, _ reason: Reason, _ message: String) {
         let now = since()
         update(index) {
-            $0.outcome = "failed"
+            $0.outcome = .failed
             $0.reason = reason
             $0.message = message
             // A transfer that did not finish still shows where its time went.
@@ -200,12 +200,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             }
             state.withLock { s in
                 s.entries[index] = entry
-                s.reports[index].outcome = "attached"
+                s.reports[index].outcome = .attached
             }
         } catch let error as FetchError {
-            fail(index, Task.isCancelled ? .timeout : Reason(code: error.reason), error.message)
+            fail(index, Task.isCancelled ? .timeout : Reason(error), error.message)
         } catch let error as MediaError {
-            fail(index, Reason(code: error.reason), error.message)
+            fail(index, Reason(error.code), error.message)
         } catch let error as StoreError {
             fail(index, .storeFailed, error.message)
         } catch {
@@ -215,8 +215,17 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
         let limits = services.configuration.limits
+        // The media policy runs in the fetch engine on the first bytes; the format it sniffed
+        // there is the one every later stage uses.
+        let sniffed = SniffedFormat()
         var request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
-            Self.judgePrefix(prefix, limits: limits)
+            do throws(MediaError) {
+                let (format, maxBytes) = try PrefixPolicy.judge(prefix, limits: limits)
+                sniffed.value.withLock { $0 = format }
+                return .accept(maxBytes: maxBytes)
+            } catch {
+                return .reject(error)
+            }
         }
         request.trace = traces[index]
         let fetchStart = since()
@@ -230,11 +239,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.setFetch(fetched.timings)
         }
 
-        let kind = Sniffer.sniff(fetched.body.prefix)?.kind ?? .image
+        // A body shorter than the prefix was judged whole by the engine; none at all never was.
+        guard let format = sniffed.value.withLock({ $0 }) else { throw MediaError(.invalidMedia, "an empty body") }
         let (rendered, main, thumbnail) = try await services.mediaJobs.withPermit {
-            let rendered = kind == .image
-                ? try await renderImage(fetched, media: media, index: index)
-                : try await renderMovie(fetched, media: media, index: index)
+            let rendered = format.kind == .image
+                ? try await renderImage(fetched, format: format, media: media, index: index)
+                : try await renderMovie(fetched, format: format, media: media, index: index)
             let (main, thumbnail) = try await store(rendered, index: index)
             return (rendered, main, thumbnail)
         }
@@ -277,13 +287,13 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var thumbnail: RenderedImage?
     }
 
-    private func renderImage(_ fetched: FetchResult, media: MediaRequest, index: Int) async throws -> Rendered {
+    private func renderImage(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
         let pipeline = services.pipeline
         let inspectStart = ContinuousClock.now
         let inspectOffset = since()
         let (bytes, header) = try await services.pool.run { _ in
             let bytes = try fetched.body.readAll()
-            return (bytes, try pipeline.inspect(bytes))
+            return (bytes, try pipeline.inspect(bytes, format: format))
         }
         update(index) { r in
             r.kind = header.format.kind.rawValue
@@ -312,7 +322,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                         thumbnail: rendition.thumbnail)
     }
 
-    private func renderMovie(_ fetched: FetchResult, media: MediaRequest, index: Int) async throws -> Rendered {
+    private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
         let pipeline = VideoPipeline(limits: services.configuration.limits, posterMode: services.configuration.posterMode)
         var renderOptions = services.configuration.render
         renderOptions.clip = media.options.clippingRect
@@ -321,7 +331,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let offset = since()
         let (bytes, movie) = try await services.pool.run { abort in
             let bytes = try fetched.body.readAll()
-            return (bytes, try pipeline.render(bytes, options: options, time: media.options.thumbnailTime, abort: abort))
+            return (bytes, try pipeline.render(bytes, format: format, options: options, time: media.options.thumbnailTime, abort: abort))
         }
         let facts = movie.facts
         update(index) { r in
@@ -335,28 +345,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                         duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
     }
 
-    /// Sniffs the first bytes while they arrive: anything iOS cannot attach stops here, and each
-    /// kind gets its own byte cap.
-    static func judgePrefix(_ prefix: [UInt8], limits: MediaLimits) -> PrefixVerdict {
-        guard let format = Sniffer.sniff(prefix) else {
-            let text = String(decoding: prefix.prefix(256), as: UTF8.self).lowercased()
-            if text.contains("<html") || text.contains("<!doctype") {
-                return .reject(reason: "unsupported-type", message: "an HTML page, not media")
-            }
-            if text.hasPrefix("#extm3u") || text.hasPrefix("ffconcat") {
-                return .reject(reason: "unsupported-type", message: "a playlist, not media")
-            }
-            return .reject(reason: "unsupported-type", message: "not a recognised media format")
-        }
-        switch format {
-        case .webp, .heic, .avif:
-            return .reject(reason: "unsupported-type", message: "\(format.rawValue) is not an image iOS can show")
-        case .jpeg, .png:
-            // Over the cap can still become a display copy; take up to twice the cap.
-            return .accept(maxBytes: limits.imageBytes * 2)
-        default:
-            // Movies and sounds are judged by probing; WebM is refused there, with its codec named.
-            return .accept(maxBytes: limits.byteCap(for: format.kind))
-        }
-    }
+}
+
+/// The format the media policy sniffed in the fetch engine, for the stages after it.
+private final class SniffedFormat: Sendable {
+    let value = Mutex<MediaFormat?>(nil)
 }

@@ -1,3 +1,6 @@
+import AttacheFetch
+import AttacheMedia
+
 /// What happened to a payload. Every payload in gets exactly one payload out and one outcome.
 public enum Outcome: String, Sendable, Codable {
     /// Every media request attached.
@@ -18,38 +21,80 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case payloadTooLarge = "payload-too-large", keyConflict = "key-conflict", noMedia = "no-media"
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
         case clientGone = "client-gone", interrupted, ambiguousPayload = "ambiguous-payload"
+        case extensionFailed = "extension-failed"
     }
     private let base: Base
-    private init(_ base: Base) { self.base = base }
+    private init(base: Base) { self.base = base }
 
-    public static let timeout = Reason(.timeout)
-    public static let fetchFailed = Reason(.fetchFailed)
-    public static let addressDenied = Reason(.addressDenied)
-    public static let tooLarge = Reason(.tooLarge)
-    public static let unsupportedType = Reason(.unsupportedType)
-    public static let invalidMedia = Reason(.invalidMedia)
-    public static let limitsExceeded = Reason(.limitsExceeded)
-    public static let payloadTooLarge = Reason(.payloadTooLarge)
-    public static let keyConflict = Reason(.keyConflict)
-    public static let noMedia = Reason(.noMedia)
-    public static let notMutable = Reason(.notMutable)
+    public static let timeout = Reason(base: .timeout)
+    public static let fetchFailed = Reason(base: .fetchFailed)
+    public static let addressDenied = Reason(base: .addressDenied)
+    public static let tooLarge = Reason(base: .tooLarge)
+    public static let unsupportedType = Reason(base: .unsupportedType)
+    public static let invalidMedia = Reason(base: .invalidMedia)
+    public static let limitsExceeded = Reason(base: .limitsExceeded)
+    public static let payloadTooLarge = Reason(base: .payloadTooLarge)
+    public static let keyConflict = Reason(base: .keyConflict)
+    public static let noMedia = Reason(base: .noMedia)
+    public static let notMutable = Reason(base: .notMutable)
     /// The media directory could not be written.
-    public static let storeFailed = Reason(.storeFailed)
+    public static let storeFailed = Reason(base: .storeFailed)
     /// The service had as many enrichments in flight as it allows: answered at once, unchanged.
-    public static let overloaded = Reason(.overloaded)
+    public static let overloaded = Reason(base: .overloaded)
     /// The service's client closed the connection before the answer: the work stopped (logged and
     /// counted; nobody reads the answer).
-    public static let clientGone = Reason(.clientGone)
+    public static let clientGone = Reason(base: .clientGone)
     /// `attache enrich` got SIGTERM or SIGINT before it had an answer: the original went out.
-    public static let interrupted = Reason(.interrupted)
+    public static let interrupted = Reason(base: .interrupted)
     /// A key Attache reads or writes (`aps`, `mutable-content`, a dialect's keys, the attachments
     /// key) appears twice in one object: which one a device keeps is not something to bet on.
-    public static let ambiguousPayload = Reason(.ambiguousPayload)
+    public static let ambiguousPayload = Reason(base: .ambiguousPayload)
 
-    /// Maps a reason string from a lower layer (fetch, media); unknown strings become `fetch-failed`.
-    public init(code: String) {
-        self = Base(rawValue: code).map(Reason.init) ?? .fetchFailed
+    /// An extension could not make its content (a sample: the ciphertext did not open): the
+    /// original goes out.
+    public static let extensionFailed = Reason(base: .extensionFailed)
+
+    /// The reason for a fetch error; a body the media policy refused has the media's reason.
+    /// Exhaustive: a new fetch code does not compile until it has its reason here.
+    public init(_ error: FetchError) {
+        switch error.code.base {
+        case .addressDenied: self = .addressDenied
+        case .fetchFailed: self = .fetchFailed
+        case .tooLarge: self = .tooLarge
+        case .timeout: self = .timeout
+        case .rejected:
+            // Attache's only prefix inspector is the media policy, which rejects with a MediaError.
+            self = (error.rejection as? MediaError).map { Reason($0.code) } ?? .unsupportedType
+        }
     }
+
+    /// The reason for a media error (exhaustive, as above).
+    public init(_ code: MediaError.Code) {
+        switch code.base {
+        case .unsupportedType: self = .unsupportedType
+        case .invalidMedia: self = .invalidMedia
+        case .limitsExceeded: self = .limitsExceeded
+        case .tooLarge: self = .tooLarge
+        }
+    }
+
+    public var description: String { base.rawValue }
+}
+
+/// What happened to one media request, from a fixed set (safe as a metric label).
+public struct AttachmentOutcome: Sendable, Hashable, CustomStringConvertible {
+    package enum Base: String, Sendable, Hashable {
+        case attached, failed, pending
+    }
+    package let base: Base
+    private init(_ base: Base) { self.base = base }
+
+    /// Stored, and in the payload.
+    public static let attached = AttachmentOutcome(.attached)
+    /// Not attached; the report's reason says why.
+    public static let failed = AttachmentOutcome(.failed)
+    /// Still running when the report was taken (the deadline's snapshot); ends as one of the others.
+    public static let pending = AttachmentOutcome(.pending)
 
     public var description: String { base.rawValue }
 }

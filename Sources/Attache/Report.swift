@@ -46,8 +46,7 @@ public struct StageTimings: Sendable, Equatable {
 public struct AttachmentReport: Sendable, Equatable {
     public var id: String
     public var source: String
-    /// `attached`, `failed`, or `pending` (still running when the deadline fired).
-    public var outcome: String
+    public var outcome: AttachmentOutcome
     public var reason: Reason?
     public var message: String?
     public var kind: String?
@@ -60,7 +59,7 @@ public struct AttachmentReport: Sendable, Equatable {
     public var cache: String?
     public var timings = StageTimings()
 
-    public init(id: String, source: String, outcome: String = "pending") {
+    public init(id: String, source: String, outcome: AttachmentOutcome = .pending) {
         self.id = id
         self.source = source
         self.outcome = outcome
@@ -70,7 +69,7 @@ public struct AttachmentReport: Sendable, Equatable {
         var o = JSONObject()
         o["id"] = .string(id)
         o["source"] = .string(source)
-        o["outcome"] = .string(outcome)
+        o["outcome"] = .string(outcome.description)
         o["reason"] = reason.map { .string($0.description) } ?? .null
         if let message { o["message"] = .string(message) }
         o["kind"] = kind.map(JSONValue.string) ?? .null
@@ -116,7 +115,7 @@ public struct EnrichReport: Sendable {
 
     /// `enriched  2/2 attached  231 ms  1830 bytes` style one-liner for terminals.
     public var summary: String {
-        let attached = attachments.filter { $0.outcome == "attached" }.count
+        let attached = attachments.filter { $0.outcome == .attached }.count
         var line = "\(outcome.rawValue)"
         if let reason { line += " (\(reason))" }
         line += "  \(attached)/\(attachments.count) attached  \(Int(elapsedMs.rounded())) ms  \(payloadBytes) bytes"

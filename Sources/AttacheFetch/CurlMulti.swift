@@ -264,8 +264,8 @@ final class CurlTransfer: @unchecked Sendable {
                 return false
             }
             return true
-        case .reject(let reason, let message):
-            failure = .rejected(reason: reason, message: message, status: lastStatus)
+        case .reject(let error):
+            failure = .rejected(by: error, status: lastStatus)
             return false
         }
     }
@@ -295,7 +295,7 @@ final class CurlTransfer: @unchecked Sendable {
                 try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
                     .judgeThroughProxy(settings)
             } catch let error as FetchError {
-                failure = FetchError(error.reason == "address-denied" ? .addressDenied : .fetchFailed,
+                failure = FetchError(error.code == .addressDenied ? .addressDenied : .fetchFailed,
                                      "redirect refused: \(error.message)", status: lastStatus)
                 return false
             } catch {

@@ -1,15 +1,15 @@
-/// Why a fetch did not produce a body. `reason` is the short, fixed string used in outcomes,
-/// reports, logs and metric labels.
+/// Why a fetch did not produce a body: a code from a fixed set, and a message for people.
 public struct FetchError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
+        /// `package`: Attache converts codes to reasons with an exhaustive switch.
+        package enum Base: String, Sendable, Hashable {
             case addressDenied = "address-denied"
             case fetchFailed = "fetch-failed"
             case tooLarge = "too-large"
             case timeout = "timeout"
             case rejected = "rejected"
         }
-        private let base: Base
+        package let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// The connection would have gone to an address the policy denies.
@@ -20,7 +20,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         public static let tooLarge = Code(.tooLarge)
         /// The payload's deadline passed first.
         public static let timeout = Code(.timeout)
-        /// The prefix inspector refused the body; its own reason is in `reason`.
+        /// The prefix inspector refused the body; its own error is `rejection`.
         public static let rejected = Code(.rejected)
 
         public var description: String { base.rawValue }
@@ -30,28 +30,27 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// HTTP status of the last response, when there was one.
     public let status: Int?
-    private let inspectorReason: String?
+    /// The prefix inspector's own error, when it refused the body (code `rejected`).
+    public let rejection: (any Error & Sendable)?
 
     public init(_ code: Code, _ message: String, status: Int? = nil) {
         self.code = code
         self.message = message
         self.status = status
-        self.inspectorReason = nil
+        self.rejection = nil
     }
 
-    /// A refusal by the prefix inspector, carrying the inspector's own reason code.
-    public static func rejected(reason: String, message: String, status: Int? = nil) -> FetchError {
-        FetchError(code: .rejected, message: message, status: status, inspectorReason: reason)
+    /// A refusal by the prefix inspector, carrying the inspector's own error.
+    public static func rejected(by rejection: any Error & Sendable, status: Int? = nil) -> FetchError {
+        FetchError(code: .rejected, message: "\(rejection)", status: status, rejection: rejection)
     }
 
-    private init(code: Code, message: String, status: Int?, inspectorReason: String?) {
+    private init(code: Code, message: String, status: Int?, rejection: (any Error & Sendable)?) {
         self.code = code
         self.message = message
         self.status = status
-        self.inspectorReason = inspectorReason
+        self.rejection = rejection
     }
 
-    public var reason: String { inspectorReason ?? code.description }
-
-    public var description: String { "\(reason): \(message)" }
+    public var description: String { rejection.map { "\($0)" } ?? "\(code): \(message)" }
 }

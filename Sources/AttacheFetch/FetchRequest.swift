@@ -4,8 +4,8 @@ import Synchronization
 public enum PrefixVerdict: Sendable {
     /// Go on, with the byte cap for the kind the bytes turned out to be.
     case accept(maxBytes: Int)
-    /// Stop now; the reason is the inspector's (for example `unsupported-type`).
-    case reject(reason: String, message: String)
+    /// Stop now, with the inspector's own error (the fetch fails with code `rejected`, carrying it).
+    case reject(any Error & Sendable)
 }
 
 public struct FetchRequest: Sendable {

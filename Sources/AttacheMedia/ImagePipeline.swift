@@ -41,13 +41,14 @@ public struct ImagePipeline: Sendable {
     }
 
     /// Header facts, with every limit that can be checked before a pixel is allocated.
-    public func inspect(_ bytes: [UInt8]) throws(MediaError) -> ImageHeader {
-        try withBytes(bytes) { (b) throws(MediaError) in try inspect(b) }
+    public func inspect(_ bytes: [UInt8], format: MediaFormat? = nil) throws(MediaError) -> ImageHeader {
+        try withBytes(bytes) { (b) throws(MediaError) in try inspect(b, format: format) }
     }
 
-    /// The same, on bytes the caller holds (a mapped file, a received buffer).
-    public func inspect(_ bytes: UnsafeRawBufferPointer) throws(MediaError) -> ImageHeader {
-        guard let format = Sniffer.sniff(bytes) else {
+    /// The same, on bytes the caller holds (a mapped file, a received buffer). `format`, when the
+    /// caller has sniffed the bytes already (the media policy did, during the download).
+    public func inspect(_ bytes: UnsafeRawBufferPointer, format known: MediaFormat? = nil) throws(MediaError) -> ImageHeader {
+        guard let format = known ?? Sniffer.sniff(bytes) else {
             throw MediaError(.unsupportedType, "not a recognised media format")
         }
         guard format.kind == .image else {

@@ -1,13 +1,14 @@
-/// Why media cannot be attached; `reason` is the fixed string used in outcomes and reports.
+/// Why media cannot be attached: a code from a fixed set, and a message for people.
 public struct MediaError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
+        /// `package`: Attache converts codes to reasons with an exhaustive switch.
+        package enum Base: String, Sendable, Hashable {
             case unsupportedType = "unsupported-type"
             case invalidMedia = "invalid-media"
             case limitsExceeded = "limits-exceeded"
             case tooLarge = "too-large"
         }
-        private let base: Base
+        package let base: Base
         private init(_ base: Base) { self.base = base }
         /// A kind iOS cannot show (WebP, HEIC, an HTML page…).
         public static let unsupportedType = Code(.unsupportedType)
@@ -28,8 +29,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var reason: String { code.description }
-    public var description: String { "\(reason): \(message)" }
+    public var description: String { "\(code): \(message)" }
 }
 
 /// Limits checked before pixels are allocated, and Apple's size caps per kind.

@@ -103,17 +103,18 @@ public struct VideoPipeline: Sendable {
 
     /// The same, on bytes the caller holds (a mapped file); they must stay valid until it returns.
     public func probe(_ bytes: UnsafeRawBufferPointer, abort: AbortFlag = AbortFlag()) throws -> MediaFacts {
-        try examine(bytes, poster: nil, abort: abort).facts
+        try examine(bytes, format: nil, poster: nil, abort: abort).facts
     }
 
     /// Validates against iOS's rules and the limits, and makes the poster-frame thumbnail.
     /// `time` is the attachment's thumbnail time; nil means cover art, else 1 s (10 % of short clips).
-    public func render(_ bytes: [UInt8], options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
-        try bytes.withUnsafeBytes { try render($0, options: options, time: time, abort: abort) }
+    /// `format`, when the caller has sniffed the bytes already.
+    public func render(_ bytes: [UInt8], format: MediaFormat? = nil, options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
+        try bytes.withUnsafeBytes { try render($0, format: format, options: options, time: time, abort: abort) }
     }
 
     /// The same, on bytes the caller holds; they must stay valid until it returns.
-    public func render(_ bytes: UnsafeRawBufferPointer, options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
+    public func render(_ bytes: UnsafeRawBufferPointer, format: MediaFormat? = nil, options: RenderOptions, time: Double?, abort: AbortFlag = AbortFlag()) throws -> MovieRendition {
         // libswscale scales by area straight to the thumbnail; with a clipping rect it leaves room
         // for the crop and the final resize.
         let edge: Int
@@ -122,7 +123,7 @@ public struct VideoPipeline: Sendable {
         } else {
             edge = options.thumbnailSize
         }
-        let result = try examine(bytes, poster: (time, edge), abort: abort)
+        let result = try examine(bytes, format: format, poster: (time, edge), abort: abort)
         guard let frame = result.poster else {
             return MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)
         }
@@ -133,10 +134,10 @@ public struct VideoPipeline: Sendable {
         return MovieRendition(facts: result.facts, thumbnail: thumbnail, thumbnailTime: result.shownAt)
     }
 
-    private func examine(_ bytes: UnsafeRawBufferPointer, poster: (time: Double?, edge: Int)?, abort: AbortFlag) throws
+    private func examine(_ bytes: UnsafeRawBufferPointer, format known: MediaFormat?, poster: (time: Double?, edge: Int)?, abort: AbortFlag) throws
         -> (facts: MediaFacts, poster: Pixels?, shownAt: Double)
     {
-        guard let format = Sniffer.sniff(bytes), format.kind != .image, let demuxer = Self.demuxer(for: format) else {
+        guard let format = known ?? Sniffer.sniff(bytes), format.kind != .image, let demuxer = Self.demuxer(for: format) else {
             throw MediaError(.unsupportedType, "not a movie or sound Attache recognises")
         }
         guard bytes.count <= limits.byteCap(for: format.kind) else {

@@ -140,7 +140,7 @@ import Glibc
             Issue.record("a 404 succeeded")
             return
         }
-        #expect(error.reason == "fetch-failed")
+        #expect(error.code == .fetchFailed)
         #expect(error.status == 404)
     }
 
@@ -155,14 +155,14 @@ import Glibc
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }
         let request = FetchRequest(url: origin.url("/media.bin?rate=20000"), prefixLength: 16) { _ in
-            .reject(reason: "unsupported-type", message: "not media")
+            .reject(NotMedia())
         }
         let start = ContinuousClock.now
         do {
             _ = try await engine.fetch(request, deadline: .now + .seconds(5))
             Issue.record("the inspector's refusal was ignored")
         } catch let error as FetchError {
-            #expect(error.reason == "unsupported-type")
+            #expect(error.code == .rejected && error.rejection is NotMedia)
             #expect(start.duration(to: .now) < .seconds(4))  // the body takes 10 s; the deadline is 5 s
         }
     }
@@ -206,7 +206,7 @@ import Glibc
             _ = try await engine.fetch(request, deadline: .now + .seconds(10))
             Issue.record("the transfer should have stopped")
         } catch let error as FetchError {
-            #expect(error.reason == "fetch-failed")
+            #expect(error.code == .fetchFailed)
             #expect(error.message.contains("consumer"))
         }
         #expect(start.duration(to: .now) < .seconds(5))  // not the ten seconds the body would take
@@ -313,7 +313,7 @@ extension FetchEngineTesting {
     func reason(_ result: Result<FetchResult, FetchError>) -> String {
         switch result {
         case .success: return "success"
-        case .failure(let e): return e.reason
+        case .failure(let e): return e.code.description
         }
     }
 
@@ -366,3 +366,6 @@ extension FetchEngineTesting {
 }
 
 private let fixtureBody: [UInt8] = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+
+/// What a prefix inspector refuses with: the fetch carries it back unchanged.
+struct NotMedia: Error {}

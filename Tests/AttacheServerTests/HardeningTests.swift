@@ -110,7 +110,8 @@ import Glibc
     }
 
     /// 40 downloads from an origin that drips at 2 KB/s must not hold the media slots that another
-    /// origin's media needs: with two slots, the other origin's image is attached at once.
+    /// origin's media needs: with two slots, the other origin's image is attached (within 5 s, on a
+    /// busy machine too, while each slow download needs 70 s).
     @Test func aSlowOriginDoesNotStarveAnotherOne() async throws {
         let h = try ServiceHarness(deadline: .seconds(8), cache: false, maxMediaJobs: 2)
         defer { h.stop() }
@@ -129,7 +130,7 @@ import Glibc
                 #expect(await eventually { slow.statistics.requests >= 16 })
                 for i in 0..<3 {
                     let body = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png?n=\#(i)"}"#)
-                    try await client.execute(uri: "/v1/enrich", method: .post, headers: [.testDeadline: "2000"], body: body) { r in
+                    try await client.execute(uri: "/v1/enrich", method: .post, headers: [.testDeadline: "5000"], body: body) { r in
                         #expect(r.headers[.testOutcome] == "enriched")
                     }
                 }

@@ -1,4 +1,5 @@
 import Attache
+import AttacheTools
 import AttacheFetch
 import AttacheTesting
 import Logging

@@ -1,4 +1,5 @@
 import Attache
+import AttacheTools
 import AttachePayload
 import AttacheSupport
 import AttacheTesting

@@ -110,7 +110,7 @@ import Testing
         #expect(emission.outcome == .partial)
         #expect(emission.reason == .unsupportedType)
         #expect(try json(emission.bytes)["attachments"]?.arrayValue?.count == 1)
-        #expect(emission.report.attachments.map(\.outcome) == ["attached", "failed"])
+        #expect(emission.report.attachments.map(\.outcome) == [.attached, .failed])
     }
 
     @Test func overBudgetTrimsThenFallsBack() async throws {

@@ -1,9 +1,10 @@
 import Attache
+import AttacheTools
 import Testing
 
 @Suite struct TimelineTests {
     func report() -> EnrichReport {
-        var fast = AttachmentReport(id: "fast", source: "http://x/a.jpg", outcome: "attached")
+        var fast = AttachmentReport(id: "fast", source: "http://x/a.jpg", outcome: .attached)
         fast.timings.fetchStart = 5
         fast.timings.dns = 10
         fast.timings.connect = 20
@@ -15,7 +16,7 @@ import Testing
         fast.timings.render = 60
         fast.timings.storeStart = 405
         fast.timings.store = 10
-        var slow = AttachmentReport(id: "slow", source: "http://x/b.jpg", outcome: "failed")
+        var slow = AttachmentReport(id: "slow", source: "http://x/b.jpg", outcome: .failed)
         slow.reason = .timeout
         slow.timings.fetchStart = 5
         slow.timings.firstByte = 985

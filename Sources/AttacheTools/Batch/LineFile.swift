@@ -1,3 +1,4 @@
+import Attache
 import AttacheSupport
 #if canImport(Glibc)
 import Glibc

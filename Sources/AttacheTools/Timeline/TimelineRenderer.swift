@@ -1,3 +1,4 @@
+import Attache
 /// Draws a payload's report as a timeline: one lane per attachment with its stages, the deadline,
 /// the moment the payload was emitted, and the outcome — as text for a terminal, or as SVG.
 public struct TimelineRenderer: Sendable {
@@ -53,7 +54,7 @@ public struct TimelineRenderer: Sendable {
             }
             if deadlineVisible { lane[column(report.deadlineMs)] = "|" }
             lane[column(report.elapsedMs)] = "▲"
-            let result = a.outcome == "attached" ? "attached" : "\(a.outcome) \(a.reason?.description ?? "")"
+            let result = a.outcome == .attached ? "attached" : "\(a.outcome) \(a.reason?.description ?? "")"
             lines.append(label(a.id) + String(lane) + "  " + result)
         }
         lines.append(String(repeating: " ", count: labelWidth)
@@ -88,8 +89,8 @@ public struct TimelineRenderer: Sendable {
                 let w = max(1.5, span.length / self.span * plot)
                 out.append("<rect x=\"\(f(x(span.start)))\" y=\"\(f(y + 6))\" width=\"\(String(format2: w))\" height=\"20\" fill=\"\(stage.color)\"><title>\(stage.name) \(String(format2: span.length)) ms</title></rect>")
             }
-            let result = a.outcome == "attached" ? "attached" : "\(a.outcome) \(a.reason?.description ?? "")"
-            out.append("<text x=\"\(f(left - 8))\" y=\"\(f(y + 20))\" text-anchor=\"end\" fill=\"\(a.outcome == "attached" ? "#38761d" : "#cc0000")\">\(Self.escape(result))</text>")
+            let result = a.outcome == .attached ? "attached" : "\(a.outcome) \(a.reason?.description ?? "")"
+            out.append("<text x=\"\(f(left - 8))\" y=\"\(f(y + 20))\" text-anchor=\"end\" fill=\"\(a.outcome == .attached ? "#38761d" : "#cc0000")\">\(Self.escape(result))</text>")
         }
         let bottom = Double(height - 44)
         if deadlineVisible {

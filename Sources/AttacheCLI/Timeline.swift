@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
 import Attache
+import AttacheTools
 import AttachePayload
 import Logging
 

@@ -1,3 +1,4 @@
+import Attache
 import AttachePayload
 import AttacheStore
 import AttacheSupport
@@ -178,7 +179,7 @@ public struct BatchRunner: Sendable {
             entry["elapsed_ms"] = .double((r.elapsedMs * 10).rounded() / 10)
             entry["attachments"] = .array(r.attachments.map { a in
                 .object(JSONObject([
-                    "id": .string(a.id), "source": .string(a.source), "outcome": .string(a.outcome),
+                    "id": .string(a.id), "source": .string(a.source), "outcome": .string(a.outcome.description),
                     "reason": a.reason.map { .string($0.description) } ?? .null, "cache": a.cache.map(JSONValue.string) ?? .null,
                 ]))
             })

@@ -1,3 +1,4 @@
+import Attache
 /// Runs one payload across deadlines and finds, for each attachment, the smallest deadline at
 /// which it makes it: the budget a payload needs on a given network.
 public struct DeadlineSweep: Sendable {
@@ -43,7 +44,7 @@ public struct DeadlineSweep: Sendable {
             let emission = try await enrichment.enrich(bytes, deadline: deadline)
             let ids = emission.report.attachments.map(\.id)
             var attached: [String: Bool] = [:]
-            for a in emission.report.attachments { attached[a.id] = a.outcome == "attached" }
+            for a in emission.report.attachments { attached[a.id] = a.outcome == .attached }
             let run = Run(deadline: deadline, outcome: emission.outcome, attached: attached, ids: ids)
             each(run)
             runs.append(run)

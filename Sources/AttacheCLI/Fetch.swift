@@ -63,7 +63,7 @@ struct Fetch: AsyncParsableCommand {
                         request.stream = { _ in true }  // counted and dropped as they arrive
                         return (try await engine.fetch(request, deadline: end).bytes, nil)
                     } catch let error as FetchError {
-                        return (0, error.reason)
+                        return (0, error.code.description)
                     } catch {
                         return (0, "cancelled")
                     }

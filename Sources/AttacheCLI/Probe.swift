@@ -21,7 +21,7 @@ struct Probe: AsyncParsableCommand {
             writeStdout(JSONWriter.bytes(facts.json) + [0x0a])
         } catch let error as MediaError {
             writeStdout(JSONWriter.bytes(.object(JSONObject([
-                "verdict": .string(error.reason), "reason": .string(error.message),
+                "verdict": .string(error.code.description), "reason": .string(error.message),
             ]))) + [0x0a])
             throw ExitCode(1)
         }
