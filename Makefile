@@ -65,6 +65,9 @@ test: test-deps
 	$(SWIFT) build $(DEBUG_FLAGS) --build-tests
 	$(SWIFT) test $(DEBUG_FLAGS) --skip Deadline
 	$(SWIFT) test $(DEBUG_FLAGS) --filter Deadline --no-parallel
+	# The extension samples, as a package of their own that depends on Attache (by path), as a
+	# user's would.
+	$(SWIFT) test $(DEBUG_FLAGS) --package-path Samples/extensions
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
@@ -89,4 +92,4 @@ bench: bench-deps build
 	Benchmarks/deadline.sh $(RELEASE_BIN)
 
 clean:
-	rm -rf .build attache-media
+	rm -rf .build Samples/extensions/.build attache-media

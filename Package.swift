@@ -11,7 +11,9 @@ let package = Package(
         // by default); the executables keep their lower-case names as products.
         .executable(name: "attache", targets: ["AttacheCLI"]),
         .executable(name: "attache-serve", targets: ["AttacheServe"]),
-        .library(name: "Attache", targets: ["Attache"]),
+        // What an extension author imports: the runtime and extension API, the payload model, and
+        // the fetch engine (an extension that fetches its own content uses it too).
+        .library(name: "Attache", targets: ["Attache", "AttachePayload", "AttacheFetch"]),
         .library(name: "AttacheTesting", targets: ["AttacheTesting"]),
     ],
     dependencies: [
@@ -124,13 +126,10 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // The example of a user's own extension, compiled and tested with the rest.
-        .target(name: "TitleRewriter", dependencies: ["Attache"], path: "Samples/extensions/TitleRewriter", swiftSettings: strict),
-
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
-        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTools", "AttacheTesting", "TitleRewriter"]),
+        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTools", "AttacheTesting"]),
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [

@@ -4,7 +4,6 @@ import AttachePayload
 import AttacheSupport
 import AttacheTesting
 import Testing
-import TitleRewriter
 
 /// The deadline as behaviour: the answer comes at the deadline, not when a hung origin or a busy
 /// decoder would let it. Bounds are the deadline + 1 s — enough to prove nothing was waited for,
@@ -120,14 +119,6 @@ import TitleRewriter
         #expect(emission.bytes == input)
         #expect(emission.reason == .timeout)
         #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")  // the stage spins for 5 s
-    }
-
-    @Test func aCallbackExtensionRewritesTheTitle() async throws {
-        let runtime = ExtensionRuntime()
-        let input = Array(#"{"aps":{"alert":{"title":"Hello","body":"b"},"mutable-content":1},"x":[1.10]}"#.utf8)
-        let emission = try await runtime.process(input) { CallbackExtensionAdapter(TitleRewriter(prefix: "→ ")) }
-        #expect(emission.outcome == .enriched)
-        #expect(String(decoding: emission.bytes, as: UTF8.self) == #"{"aps":{"alert":{"title":"→ Hello","body":"b"},"mutable-content":1},"x":[1.10]}"#)
     }
 
     final class SilentExtension: NotificationServiceExtension {

@@ -74,10 +74,12 @@ check "a hanging origin: the process ends by the deadline + 1 s (took $elapsed m
 
 # SIGTERM (or SIGINT) before the answer: the original goes out with reason interrupted, and the
 # process exits 128 + the signal's number, as a signalled one would.
+# The scratch directory appearing says the process has started (its handlers are in place); it is
+# removed before the start, not after (removing it under a running process could lose the race).
 for sig in TERM INT; do
+  rm -rf "$tmp/m"
   "$bin" enrich "$tmp/hang.json" --deadline 20s --allow-address 127.0.0.1/32 --media-dir "$tmp/m" --report "$tmp/sig-report.json" > "$tmp/sig-out" 2> /dev/null &
   pid=$!
-  rm -rf "$tmp/m"
   for _ in $(seq 200); do [ -d "$tmp/m/.attache-tmp" ] && break; sleep 0.05; done
   kill -$sig $pid
   wait $pid
