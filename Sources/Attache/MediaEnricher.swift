@@ -202,14 +202,27 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 s.entries[index] = entry
                 s.reports[index].outcome = .attached
             }
-        } catch let error as FetchError {
-            fail(index, Task.isCancelled ? .timeout : Reason(error), error.message)
-        } catch let error as MediaError {
-            fail(index, Reason(error.code), error.message)
-        } catch let error as StoreError {
-            fail(index, .storeFailed, error.message)
         } catch {
-            fail(index, .timeout, "cancelled at the deadline")
+            // One rule for "timed out": the work was cancelled, which happens only at the
+            // deadline (whatever error the cancelled stage threw on its way out).
+            let (reason, message) = Self.reason(for: error)
+            if Task.isCancelled || error is CancellationError {
+                fail(index, .timeout, "cancelled at the deadline")
+            } else {
+                fail(index, reason, message)
+            }
+        }
+    }
+
+    /// Each stage's error type has its reason.
+    private static func reason(for error: any Error) -> (Reason, String) {
+        switch error {
+        case let error as FetchError: return (Reason(error), (error.rejection as? MediaError)?.message ?? error.message)
+        case let error as MediaError: return (Reason(error.code), error.message)
+        case let error as StoreError: return (.storeFailed, error.message)
+        // Nothing else is thrown today; were something to be, the media is what could not be
+        // made (and a crash is never the answer to one attachment).
+        default: return (.invalidMedia, "\(error)")
         }
     }
 

@@ -130,8 +130,3 @@ extension JSONValue {
     }
 }
 
-extension Duration {
-    var milliseconds: Double {
-        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
-    }
-}

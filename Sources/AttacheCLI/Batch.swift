@@ -131,7 +131,7 @@ final class ProgressDisplay: Sendable {
 
     func finish(_ p: BatchProgress, cache: MediaCache.Statistics?, engine: FetchEngine) {
         if terminal { writeStderr(Array("\n".utf8)) }
-        let seconds = Double(p.elapsed.components.seconds) + Double(p.elapsed.components.attoseconds) / 1e18
+        let seconds = p.elapsed.seconds
         var lines = ["batch done: \(p.done) payloads (\(p.resumed) from an earlier run) in \(String(format1: seconds)) s"]
         lines.append("  outcomes: " + p.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         if !p.reasons.isEmpty {

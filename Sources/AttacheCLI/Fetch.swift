@@ -76,7 +76,7 @@ struct Fetch: AsyncParsableCommand {
         var failures: [String: Int] = [:]
         for case (_, let reason?) in results { failures[reason, default: 0] += 1 }
         let failed = failures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let ms = elapsed.milliseconds
         writeStdout(Array("transfers=\(results.count) failed=\(failed.isEmpty ? "0" : failed) bytes=\(bytes) connections=\(engine.connectionsOpened) wall_ms=\(Int(ms.rounded()))\n".utf8))
         if !failures.isEmpty { throw ExitCode(1) }
     }

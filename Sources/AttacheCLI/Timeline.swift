@@ -71,6 +71,6 @@ struct Timeline: AsyncParsableCommand {
     }
 
     static func ms(_ d: Duration) -> Int {
-        Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+        Int(d.milliseconds)
     }
 }

@@ -118,7 +118,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// transfer enters the multi handle).
     private func startClock() throws {
         let remaining = ContinuousClock.now.duration(to: deadline)
-        let remainingMs = Int(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
+        let remainingMs = Int(remaining.milliseconds)
         guard remainingMs > 0 else { throw FetchError(.timeout, "deadline passed before the transfer started") }
         try setLong(CURLOPT_TIMEOUT_MS, remainingMs)
         try setLong(CURLOPT_CONNECTTIMEOUT_MS, max(1, min(connectTimeoutMs, remainingMs)))
@@ -622,7 +622,7 @@ final class CurlMulti {
         let nearest = [earliestDeadline, waitingEarliest].compactMap { $0 }.min()
         guard let nearest else { return cap }
         let d = ContinuousClock.now.duration(to: nearest)
-        let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000 + 1
+        let ms = Int64(d.milliseconds) + 1
         return Int32(max(0, min(Int64(cap), ms)))
     }
 }

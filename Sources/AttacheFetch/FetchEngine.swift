@@ -92,10 +92,9 @@ public final class FetchEngine: Sendable {
 
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.fetch")) throws {
         self.configuration = configuration
-        let c = configuration.connectTimeout.components
         settings = TransferSettings(
             policy: configuration.policy,
-            connectTimeoutMs: Int(c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000),
+            connectTimeoutMs: Int(configuration.connectTimeout.milliseconds),
             lowSpeedLimit: configuration.lowSpeedLimit,
             lowSpeedTime: configuration.lowSpeedTime,
             proxy: configuration.proxy,

@@ -253,9 +253,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch action {
         case .arm(let duration):
             timer?.cancel()
-            let c = duration.components
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(in: .nanoseconds(c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000)) {
+            timer = context.eventLoop.scheduleTask(in: TimeAmount(duration)) {
                 let (handler, context) = loopBound.value
                 handler.timer = nil
                 handler.perform(handler.machine.timedOut(), context)

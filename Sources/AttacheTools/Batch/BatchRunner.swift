@@ -45,7 +45,7 @@ public struct BatchProgress: Sendable {
     public var elapsed: Duration = .zero
 
     public var rate: Double {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         return seconds > 0 ? Double(done - resumed) / seconds : 0
     }
 }
