@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         // C libraries, one system-library target per pkg-config name.
@@ -96,7 +97,7 @@ let package = Package(
         .target(
             name: "AttacheCommandLine",
             dependencies: [
-                "Attache", "AttacheSupport",
+                "Attache", "AttacheFetch", "AttacheMedia", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -122,11 +123,20 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                // The environment through swift-configuration: the service has Foundation already;
+                // the CLI, which starts per payload, reads it with getenv.
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict
         ),
 
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
+        .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
+        .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheSupport", "AttacheTesting"]),
+        .testTarget(
+            name: "AttacheCommandLineTests",
+            dependencies: ["AttacheCommandLine", "AttacheFetch", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
         .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTools", "AttacheTesting"]),

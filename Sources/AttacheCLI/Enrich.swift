@@ -18,7 +18,8 @@ struct Enrich: AsyncParsableCommand {
         stdout carries only the payload to send (enriched, or the original byte for byte). Exit status is 0 \
         whenever a payload was emitted, whatever the outcome; 2 when the input is not a payload (not a JSON \
         object, nested deeper than 64 levels, or over 64 KiB). \
-        Environment: ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs, added to --allow-address).
+        Every enrichment option can also come from its ATTACHE_* variable (see each); a flag wins, and a \
+        value that does not parse is an error at start.
         """
     )
 

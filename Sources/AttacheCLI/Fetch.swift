@@ -44,7 +44,7 @@ struct Fetch: AsyncParsableCommand {
         guard !all.isEmpty else { throw ValidationError("no URLs given") }
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
         let engine = try FetchEngine(
-            configuration: .init(policy: AddressPolicy(allowed: allowAddress + (try environmentAllowances())),
+            configuration: .init(policy: AddressPolicy(allowed: try Settings().cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")),
                                  maxConnectionsPerHost: maxConnectionsPerHost,
                                  maxTransfersPerOrigin: maxTransfersPerOrigin),
             logger: Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -13,10 +13,5 @@ public func parseCIDR(_ text: String) throws -> CIDR {
     return c
 }
 
-public func environmentAllowances() throws -> [CIDR] {
-    guard let raw = environment("ATTACHE_ALLOW_ADDRESSES") else { return [] }
-    return try raw.split(separator: ",").map { try parseCIDR(String($0.filter { $0 != " " })) }
-}
-
 extension TimeoutPolicy: ExpressibleByArgument {}
 extension PosterMode: ExpressibleByArgument {}

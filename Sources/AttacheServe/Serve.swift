@@ -1,4 +1,5 @@
 import ArgumentParser
+import Configuration
 import Attache
 import AttacheCommandLine
 import AttacheFetch
@@ -21,10 +22,9 @@ struct Serve: AsyncParsableCommand {
         discussion: """
         Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id), \
         GET|HEAD /media/<name>, GET /healthz, GET /readyz, GET /metrics (Prometheus). \
-        Every option can also come from the environment: ATTACHE_HOST, ATTACHE_PORT, ATTACHE_MEDIA_DIR, \
-        ATTACHE_PUBLIC_BASE_URL, ATTACHE_ALLOW_ADDRESSES (comma-separated CIDRs), ATTACHE_DEADLINE, \
-        ATTACHE_MAX_IN_FLIGHT, ATTACHE_TOKENS (comma-separated), ATTACHE_CACHE_TTL, ATTACHE_CACHE_ENTRIES, \
-        ATTACHE_HEADER_TIMEOUT, ATTACHE_BODY_TIMEOUT, ATTACHE_IDLE_TIMEOUT, ATTACHE_MAX_CONNECTIONS, ATTACHE_LOG_FORMAT. A flag wins over the environment. SIGTERM/SIGINT: stop accepting, answer every \
+        Every option can also come from the ATTACHE_* variable named in its help (lists comma-separated); \
+        a flag wins over the environment, and a value that does not parse or is out of range stops the \
+        start with an error naming it. SIGTERM/SIGINT: stop accepting, answer every \
         request in flight within its deadline, exit 0.
         """
     )
@@ -35,25 +35,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port [ATTACHE_PORT, default 8080].")
     var port: Int?
 
-    @Option(help: "Media directory, also served under /media [ATTACHE_MEDIA_DIR, default ./attache-media].")
-    var mediaDir: String?
-
-    @Option(help: "Base URL for media URLs, e.g. https://cdn.example.com/media or http://HOST:PORT/media [ATTACHE_PUBLIC_BASE_URL].")
-    var publicBaseURL: String?
-
-    @Option(help: "Allow connections to this network (CIDR); repeatable [ATTACHE_ALLOW_ADDRESSES].", transform: parseCIDR)
-    var allowAddress: [CIDR] = []
-
-    @Option(help: "Deadline when a request sends no Attache-Deadline-Ms [ATTACHE_DEADLINE, default 3s].", transform: parseDuration)
-    var deadline: Duration?
-
-    @Option(help: "What to answer when the deadline passes: original or best-attempt.")
-    var onTimeout: TimeoutPolicy = .original
-
     @Option(help: "Enrichments at once before answering `overloaded` [ATTACHE_MAX_IN_FLIGHT, default 256].")
     var maxInFlight: Int?
 
-    @Option(help: "Bearer token for /v1/* and /metrics; repeatable for rotation [ATTACHE_TOKENS].")
+    @Option(help: "Bearer token for /v1/* and /metrics; repeatable for rotation [ATTACHE_TOKENS, comma-separated].")
     var token: [String] = []
 
     @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
@@ -61,12 +46,6 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
     var cacheEntries: Int?
-
-    @Option(help: "Media fetched and rendered at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
-    var maxMediaJobs: Int?
-
-    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
-    var proxy: String?
 
     @Option(help: "Time a connection has to send a request's headers, from its start [ATTACHE_HEADER_TIMEOUT, default 10s].", transform: parseDuration)
     var headerTimeout: Duration?
@@ -80,25 +59,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connections open at once; past that, requests are answered 503 and their connections closed [ATTACHE_MAX_CONNECTIONS, default 4096].")
     var maxConnections: Int?
 
-    @Option(help: "Thumbnail longest edge.")
-    var thumbnailSize: Int = 320
-
-    @Option(help: "Display copy longest edge.")
-    var displaySize: Int = 1080
-
-    @Option(help: "APNs payload budget in bytes.")
-    var maxPayloadBytes: Int = 4096
-
-    @Option(help: "Movie poster frames: fast or exact.")
-    var poster: PosterMode = .fast
-
-    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT].")
+    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
     var logFormat: LogFormat?
 
-    enum LogFormat: String, ExpressibleByArgument { case text, json }
+    @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
     func run() async throws {
-        let format = logFormat ?? environment("ATTACHE_LOG_FORMAT").flatMap(LogFormat.init) ?? .text
+        // Every setting the flags leave out comes from the environment, read through
+        // swift-configuration; a bad value is an error here, at start, naming the variable.
+        let settings = Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())))
+        let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
         bootstrapLogging(level: .info, json: format == .json)
         // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
         // glibc would otherwise raise its threshold after the first frees and keep them in
@@ -109,37 +81,24 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
         var server = ServerConfiguration()
-        server.host = host ?? environment("ATTACHE_HOST") ?? server.host
-        server.port = try port ?? environment("ATTACHE_PORT").map { guard let p = Int($0) else { throw ValidationError("ATTACHE_PORT is not a number") }; return p } ?? server.port
-        server.defaultDeadline = try deadline ?? environment("ATTACHE_DEADLINE").map(parseDuration) ?? server.defaultDeadline
-        server.maxInFlight = maxInFlight ?? environment("ATTACHE_MAX_IN_FLIGHT").flatMap(Int.init) ?? server.maxInFlight
-        server.tokens = token + (environment("ATTACHE_TOKENS")?.split(separator: ",").map(String.init) ?? [])
-        server.mediaDirectory = mediaDir ?? environment("ATTACHE_MEDIA_DIR") ?? server.mediaDirectory
+        server.host = settings.string(host, "ATTACHE_HOST") ?? server.host
+        server.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: server.port, in: 0...65535)
+        server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
+        server.tokens = settings.list(token, "ATTACHE_TOKENS")
         var limits = server.connections
-        limits.headerTimeout = try headerTimeout ?? environment("ATTACHE_HEADER_TIMEOUT").map(parseDuration) ?? limits.headerTimeout
-        limits.bodyTimeout = try bodyTimeout ?? environment("ATTACHE_BODY_TIMEOUT").map(parseDuration) ?? limits.bodyTimeout
-        limits.idleTimeout = try idleTimeout ?? environment("ATTACHE_IDLE_TIMEOUT").map(parseDuration) ?? limits.idleTimeout
-        limits.maxConnections = maxConnections ?? environment("ATTACHE_MAX_CONNECTIONS").flatMap(Int.init) ?? limits.maxConnections
-        guard limits.maxConnections > 0, limits.headerTimeout > .zero, limits.bodyTimeout > .zero, limits.idleTimeout > .zero else {
-            throw ValidationError("timeouts and --max-connections must be positive")
-        }
+        limits.headerTimeout = try settings.duration(headerTimeout, "ATTACHE_HEADER_TIMEOUT", option: "--header-timeout", default: limits.headerTimeout)
+        limits.bodyTimeout = try settings.duration(bodyTimeout, "ATTACHE_BODY_TIMEOUT", option: "--body-timeout", default: limits.bodyTimeout)
+        limits.idleTimeout = try settings.duration(idleTimeout, "ATTACHE_IDLE_TIMEOUT", option: "--idle-timeout", default: limits.idleTimeout)
+        limits.maxConnections = try settings.int(maxConnections, "ATTACHE_MAX_CONNECTIONS", option: "--max-connections", default: limits.maxConnections, in: 1...1_000_000)
         server.connections = limits
 
-        var options = EnrichmentOptions()
-        options.mediaDirectory = server.mediaDirectory
-        options.publicBaseURL = publicBaseURL ?? environment("ATTACHE_PUBLIC_BASE_URL")
-        options.allowedAddresses = allowAddress + (try environmentAllowances())
-        options.deadline = server.defaultDeadline
-        options.onTimeout = onTimeout
-        options.thumbnailSize = thumbnailSize
-        options.displaySize = displaySize
-        options.maxPayloadBytes = maxPayloadBytes
-        options.posterMode = poster
-        options.proxy = proxy ?? environment("ATTACHE_PROXY")
-        options.maxMediaJobs = maxMediaJobs ?? environment("ATTACHE_MAX_MEDIA_JOBS").flatMap(Int.init) ?? options.maxMediaJobs
-        let ttl = try cacheTTL ?? environment("ATTACHE_CACHE_TTL").map(parseDuration) ?? .seconds(3600)
+        var options = try enrich.options(settings, defaultDeadline: server.defaultDeadline)
+        server.defaultDeadline = options.deadline
+        server.mediaDirectory = options.mediaDirectory
+        let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
         if ttl > .zero {
-            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: cacheEntries ?? environment("ATTACHE_CACHE_ENTRIES").flatMap(Int.init) ?? 10_000)
+            let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)
+            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: entries)
         }
 
         let enrichment = try Enrichment(options: options, logger: logger)
@@ -153,5 +112,20 @@ struct Serve: AsyncParsableCommand {
         try await group.run()
         enrichment.shutdown()
         logger.info("attache serve stopped")
+    }
+}
+
+/// The `ATTACHE_*` variables through swift-configuration: `ATTACHE_MAX_IN_FLIGHT` is the key
+/// `attache.max.in.flight`, which its environment provider spells back the same way.
+struct ConfigurationSource: SettingsSource {
+    let reader: ConfigReader
+
+    init(_ reader: ConfigReader) {
+        self.reader = reader
+    }
+
+    func value(of variable: String) -> String? {
+        let key = ConfigKey(variable.lowercased().split(separator: "_").map(String.init))
+        return reader.string(forKey: key, isSecret: variable == "ATTACHE_TOKENS").flatMap { $0.isEmpty ? nil : $0 }
     }
 }

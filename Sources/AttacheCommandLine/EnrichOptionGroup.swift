@@ -1,0 +1,78 @@
+import ArgumentParser
+import Attache
+import AttacheFetch
+import AttacheMedia
+
+/// The options every command that enriches shares (`enrich`, `batch`, `timeline` and the
+/// service), each also read from an `ATTACHE_*` variable when the flag is not given.
+public struct EnrichOptionGroup: ParsableArguments {
+    @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default 10s, the service's 3s is for requests that name none].", transform: parseDuration)
+    var deadline: Duration?
+
+    @Option(help: "Where validated media and thumbnails are stored [ATTACHE_MEDIA_DIR, default ./attache-media].")
+    var mediaDir: String?
+
+    @Option(help: "Base URL the media directory is served under; URLs become BASE/<hash>.<ext> and the dialect's own URL field is rewritten [ATTACHE_PUBLIC_BASE_URL].")
+    var publicBaseURL: String?
+
+    @Option(help: "What to emit when the deadline passes: original or best-attempt [ATTACHE_ON_TIMEOUT, default original].")
+    var onTimeout: TimeoutPolicy?
+
+    @Option(help: "Allow connections to this network (CIDR); repeatable. Nothing private or loopback is allowed by default [ATTACHE_ALLOW_ADDRESSES, comma-separated, added to the flags].", transform: parseCIDR)
+    var allowAddress: [CIDR] = []
+
+    @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
+    var proxy: String?
+
+    @Option(help: "Longest edge of thumbnails, in pixels [ATTACHE_THUMBNAIL_SIZE, default 320].")
+    var thumbnailSize: Int?
+
+    @Option(help: "Longest edge of display copies, made only for larger sources [ATTACHE_DISPLAY_SIZE, default 1080].")
+    var displaySize: Int?
+
+    @Option(help: "APNs payload budget in bytes, 5120 for VoIP [ATTACHE_MAX_PAYLOAD_BYTES, default 4096].")
+    var maxPayloadBytes: Int?
+
+    @Option(help: "Key the attachments array is added under [ATTACHE_ATTACHMENTS_KEY, default attachments].")
+    var attachmentsKey: String?
+
+    @Option(help: "Most attachments per payload [ATTACHE_MAX_ATTACHMENTS, default 4].")
+    var maxAttachments: Int?
+
+    @Option(name: .customLong("media-key"), help: "Top-level key read as a generic media URL; repeatable [ATTACHE_MEDIA_KEYS, default media-url,image-url].")
+    var mediaKeys: [String] = []
+
+    @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default fast].")
+    var poster: PosterMode?
+
+    @Option(help: "Media decoded, rendered and stored at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
+    var maxMediaJobs: Int?
+
+    public init() {}
+
+    /// The options, flags first, then `settings`; `defaultDeadline` is the command's own.
+    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = .seconds(10)) throws -> EnrichmentOptions {
+        var options = EnrichmentOptions()
+        options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
+        options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
+        options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR") ?? options.mediaDirectory
+        options.publicBaseURL = settings.string(publicBaseURL, "ATTACHE_PUBLIC_BASE_URL")
+        options.allowedAddresses = try settings.cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")
+        options.proxy = settings.string(proxy, "ATTACHE_PROXY")
+        options.thumbnailSize = try settings.int(thumbnailSize, "ATTACHE_THUMBNAIL_SIZE", option: "--thumbnail-size",
+                                                 default: options.thumbnailSize, in: 16...4096)
+        options.displaySize = try settings.int(displaySize, "ATTACHE_DISPLAY_SIZE", option: "--display-size",
+                                               default: options.displaySize, in: options.thumbnailSize...8192)
+        options.maxPayloadBytes = try settings.int(maxPayloadBytes, "ATTACHE_MAX_PAYLOAD_BYTES", option: "--max-payload-bytes",
+                                                   default: options.maxPayloadBytes, in: 256...65536)
+        options.attachmentsKey = settings.string(attachmentsKey, "ATTACHE_ATTACHMENTS_KEY") ?? options.attachmentsKey
+        options.maxAttachments = try settings.int(maxAttachments, "ATTACHE_MAX_ATTACHMENTS", option: "--max-attachments",
+                                                  default: options.maxAttachments, in: 1...16)
+        let keys = settings.list(mediaKeys, "ATTACHE_MEDIA_KEYS")
+        if !keys.isEmpty { options.genericKeys = keys }
+        options.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: options.posterMode)
+        options.maxMediaJobs = try settings.int(maxMediaJobs, "ATTACHE_MAX_MEDIA_JOBS", option: "--max-media-jobs",
+                                                default: options.maxMediaJobs, in: 1...1024)
+        return options
+    }
+}

@@ -1,0 +1,81 @@
+import ArgumentParser
+import AttacheFetch
+import Testing
+@testable import AttacheCommandLine
+
+/// A fixed environment for the tests.
+struct Variables: SettingsSource {
+    let values: [String: String]
+    func value(of variable: String) -> String? { values[variable] }
+}
+
+@Suite struct SettingsTests {
+    func settings(_ values: [String: String]) -> Settings { Settings(Variables(values: values)) }
+
+    @Test func aFlagWinsThenTheVariableThenTheDefault() throws {
+        let s = settings(["ATTACHE_PORT": "9000"])
+        #expect(try s.int(8080, "ATTACHE_PORT", option: "--port", default: 1, in: 0...65535) == 8080)
+        #expect(try s.int(nil, "ATTACHE_PORT", option: "--port", default: 1, in: 0...65535) == 9000)
+        #expect(try settings([:]).int(nil, "ATTACHE_PORT", option: "--port", default: 1, in: 0...65535) == 1)
+    }
+
+    /// The bad value names its variable (or its flag) — it is never silently dropped.
+    @Test(arguments: [
+        ("ATTACHE_MAX_IN_FLIGHT", "lots", #"ATTACHE_MAX_IN_FLIGHT="lots" is not a whole number"#),
+        ("ATTACHE_MAX_IN_FLIGHT", "0", "ATTACHE_MAX_IN_FLIGHT must be between 1 and 100 (got 0)"),
+        ("ATTACHE_DEADLINE", "soon", #"ATTACHE_DEADLINE="soon" is not a duration (300ms, 2s, 1.5s)"#),
+        ("ATTACHE_DEADLINE", "0s", "ATTACHE_DEADLINE must be positive"),
+        ("ATTACHE_LOG_FORMAT", "xml", #"ATTACHE_LOG_FORMAT="xml" is not one of text, json"#),
+        ("ATTACHE_ALLOW_ADDRESSES", "10.0.0.0/8,nope", #"ATTACHE_ALLOW_ADDRESSES: "nope" is not an address or CIDR"#),
+    ])
+    func badValuesAreErrorsNamingTheVariable(_ variable: String, _ value: String, _ message: String) {
+        let s = settings([variable: value])
+        #expect {
+            switch variable {
+            case "ATTACHE_MAX_IN_FLIGHT": _ = try s.int(nil, variable, option: "--max-in-flight", default: 5, in: 1...100)
+            case "ATTACHE_DEADLINE": _ = try s.duration(nil, variable, option: "--deadline", default: .seconds(1))
+            case "ATTACHE_LOG_FORMAT": _ = try s.choice(nil as Format?, variable, default: .text)
+            default: _ = try s.cidrs([], variable)
+            }
+        } throws: { ($0 as? ValidationError)?.message == message }
+    }
+
+    @Test func anOutOfRangeFlagNamesTheFlag() {
+        #expect { try settings([:]).int(0, "ATTACHE_PORT", option: "--max-attachments", default: 4, in: 1...16) } throws: {
+            ($0 as? ValidationError)?.message == "--max-attachments must be between 1 and 16 (got 0)"
+        }
+    }
+
+    @Test func listsAddToTheFlagsAndDropBlanks() throws {
+        let s = settings(["ATTACHE_TOKENS": " a, b,,c ", "ATTACHE_ALLOW_ADDRESSES": "127.0.0.1/32, ::1"])
+        #expect(s.list(["x"], "ATTACHE_TOKENS") == ["x", "a", "b", "c"])
+        #expect(try s.cidrs([], "ATTACHE_ALLOW_ADDRESSES").count == 2)
+        #expect(try s.duration(nil, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .zero, positive: false) == .zero)
+    }
+
+    @Test func theEnrichGroupReadsEveryOptionFromTheEnvironment() throws {
+        let s = settings([
+            "ATTACHE_DEADLINE": "1500ms", "ATTACHE_THUMBNAIL_SIZE": "200", "ATTACHE_POSTER": "exact",
+            "ATTACHE_MEDIA_KEYS": "pic,photo", "ATTACHE_ON_TIMEOUT": "best-attempt", "ATTACHE_MEDIA_DIR": "/tmp/m",
+        ])
+        let options = try EnrichOptionGroup.parse([]).options(s)
+        #expect(options.deadline == .milliseconds(1500))
+        #expect(options.thumbnailSize == 200)
+        #expect(options.posterMode == .exact)
+        #expect(options.genericKeys == ["pic", "photo"])
+        #expect(options.onTimeout == .bestAttempt)
+        #expect(options.mediaDirectory == "/tmp/m")
+        let flagged = try EnrichOptionGroup.parse(["--thumbnail-size", "100", "--display-size", "150"]).options(s)
+        #expect((flagged.thumbnailSize, flagged.displaySize) == (100, 150))
+        #expect { try EnrichOptionGroup.parse(["--display-size", "100"]).options(s) } throws: {
+            ($0 as? ValidationError)?.message == "--display-size must be between 200 and 8192 (got 100)"
+        }
+    }
+
+    @Test(arguments: [("300ms", 300), ("2s", 2000), ("1.5s", 1500)])
+    func durations(_ text: String, _ ms: Int) throws {
+        #expect(try parseDuration(text) == .milliseconds(ms))
+    }
+
+    enum Format: String, CaseIterable { case text, json }
+}

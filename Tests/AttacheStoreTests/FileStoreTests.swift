@@ -1,0 +1,40 @@
+import AttacheSupport
+import AttacheTesting
+import Testing
+@testable import AttacheStore
+
+@Suite struct FileStoreTests {
+    /// FIPS 180-2 test vectors, and one that spans two blocks.
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+    ])
+    func sha256(_ text: String, _ hex: String) {
+        #expect(SHA256.hex(Array(text.utf8)) == hex)
+    }
+
+    @Test func namesAreTheContentsHashAndStoringTwiceIsHarmless() throws {
+        let dir = try makeTempDirectory()
+        let store = try FileStore(directory: "\(dir)/media", publicBaseURL: "https://cdn.example.com/m/")
+        let bytes = Array("picture".utf8)
+        let first = try store.put(bytes, fileExtension: "jpg")
+        #expect(first.name == "\(SHA256.hex(bytes)).jpg")
+        #expect(first.url == "https://cdn.example.com/m/\(first.name)")
+        #expect(try store.put(bytes, fileExtension: "jpg") == first)
+        #expect(try readFile("\(dir)/media/\(first.name)") == bytes)
+        #expect(try directoryEntries("\(dir)/media") == [first.name])  // no temp file left
+    }
+
+    @Test func withoutABaseURLItIsAFileURL() throws {
+        let dir = try makeTempDirectory()
+        let store = try FileStore(directory: dir)
+        #expect(try store.put([1, 2, 3], fileExtension: "png").url.hasPrefix("file:///"))
+    }
+
+    @Test func anUnwritableDirectoryIsAStoreError() throws {
+        let dir = try makeTempDirectory()
+        try writeFileAtomically("\(dir)/file", [0])
+        #expect(throws: StoreError.self) { try FileStore(directory: "\(dir)/file/media") }
+    }
+}
