@@ -89,6 +89,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -139,7 +140,10 @@ let package = Package(
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
-        .testTarget(name: "AttacheTests", dependencies: ["Attache", "AttacheTools", "AttacheTesting"]),
+        .testTarget(
+            name: "AttacheTests",
+            dependencies: ["Attache", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [

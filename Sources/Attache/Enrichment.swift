@@ -53,7 +53,7 @@ public struct Enrichment: Sendable {
         )
         services = MediaServices(engine: engine, store: store, configuration: configuration,
                                  attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
-                                 maxMediaJobs: options.maxMediaJobs, logger: logger)
+                                 maxMediaJobs: options.maxMediaJobs)
         runtime = Self.runtime(options)
     }
 
@@ -68,11 +68,13 @@ public struct Enrichment: Sendable {
 
     /// Enriches one payload with the default media extension, under the configured deadline or
     /// the one given.
-    public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil) async throws(PayloadError) -> Emission {
+    /// `logger` carries the caller's request metadata; each attachment that fails is logged there.
+    public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil,
+                       logger: Logger = ExtensionRuntime.silent) async throws(PayloadError) -> Emission {
         let services = self.services
         var runtime = self.runtime
         if let deadline { runtime.configuration.deadline = deadline }
-        return try await runtime.process(bytes, identifier: identifier) { services.makeExtension() }
+        return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension() }
     }
 
     /// The original payload, answered at once with a reason (for example `overloaded`).
@@ -84,6 +86,12 @@ public struct Enrichment: Sendable {
     /// still referenced (an abandoned decode's, say).
     public func shutdown() {
         services.engine.shutdown()
+        scratch.removeAll()
+    }
+
+    /// The same, suspending while the engine stops (what a service group's member does).
+    public func shutdownGracefully() async {
+        await services.engine.shutdownGracefully()
         scratch.removeAll()
     }
 }

@@ -1,4 +1,5 @@
 import AttachePayload
+import Logging
 
 /// What the runtime does when the deadline passes first.
 public enum TimeoutPolicy: String, Sendable, CaseIterable {
@@ -59,6 +60,7 @@ public struct ExtensionRuntime: Sendable {
     public func process(
         _ bytes: [UInt8],
         identifier: String = "payload",
+        logger: Logger = ExtensionRuntime.silent,
         makeExtension: @Sendable () -> any AsyncNotificationServiceExtension
     ) async throws(PayloadError) -> Emission {
         let start = ContinuousClock.now
@@ -72,7 +74,7 @@ public struct ExtensionRuntime: Sendable {
         guard payload.wantsServiceExtension else {
             return emit(payload.original, .passthrough, .notMutable, [], start: start)
         }
-        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start)
+        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start, logger: logger)
         let ext = makeExtension()
 
         enum Race: Sendable {
@@ -146,6 +148,9 @@ public struct ExtensionRuntime: Sendable {
             return report
         }
     }
+
+    /// A logger that drops everything: the default for callers that pass none.
+    public static let silent = Logger(label: "attache", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Validates the payload and answers with its original bytes and `reason`, without running
     /// an extension (a service over its in-flight limit does this).

@@ -40,11 +40,9 @@ public final class MediaServices: Sendable {
     /// engine's, and would not survive a shared slot held through downloads).
     let mediaJobs: AsyncSemaphore
     let pipeline: ImagePipeline
-    let logger: Logger
 
     public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
-                cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared,
-                logger: Logger = Logger(label: "attache")) {
+                cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared) {
         self.engine = engine
         self.store = store
         self.cache = cache
@@ -53,7 +51,6 @@ public final class MediaServices: Sendable {
         self.configuration = configuration
         self.attachmentsKey = attachmentsKey
         self.pipeline = ImagePipeline(limits: configuration.limits)
-        self.logger = logger
     }
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
@@ -159,8 +156,14 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         state.withLock { change(&$0.reports[index]) }
     }
 
+    /// Marks one attachment failed, and logs it (once: each attachment fails at most once).
     private func fail(_ index: Int, _ reason: Reason, _ message: String) {
         let now = since()
+        let (logger, report) = state.withLock { ($0.request?.logger, $0.reports[index]) }
+        logger?.info("attachment failed", metadata: [
+            "attache.attachment.id": "\(report.id)", "attache.attachment.source": "\(report.source)",
+            "attache.reason": "\(reason)", "attache.error": "\(message)",
+        ])
         update(index) {
             $0.outcome = .failed
             $0.reason = reason
@@ -243,7 +246,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         request.trace = traces[index]
         let fetchStart = since()
         update(index) { $0.timings.fetchStart = fetchStart }
-        let fetched = try await services.engine.fetch(request, deadline: deadline)
+        let logger = state.withLock { $0.request?.logger } ?? ExtensionRuntime.silent
+        let fetched = try await services.engine.fetch(request, deadline: deadline, logger: logger)
         update(index) { r in
             r.httpStatus = fetched.status
             r.connectedIP = fetched.connectedIP

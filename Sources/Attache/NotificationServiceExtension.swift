@@ -1,4 +1,5 @@
 import AttachePayload
+import Logging
 
 /// The content of a notification: its payload (`userInfo`, every key kept in order) and the
 /// attachments an extension adds. Alert accessors read and write `aps.alert`.
@@ -31,12 +32,17 @@ public struct NotificationRequest: Sendable {
     public let deadline: ContinuousClock.Instant
     /// When the payload arrived (report offsets are measured from here).
     public let receivedAt: ContinuousClock.Instant
+    /// The caller's logger, with its request's metadata (a service's request id): what an
+    /// extension logs about this payload goes here. Silent unless the caller gives one.
+    public let logger: Logger
 
-    public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant, receivedAt: ContinuousClock.Instant = .now) {
+    public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant, receivedAt: ContinuousClock.Instant = .now,
+                logger: Logger = ExtensionRuntime.silent) {
         self.identifier = identifier
         self.payload = payload
         self.deadline = deadline
         self.receivedAt = receivedAt
+        self.logger = logger
         self.content = NotificationContent(userInfo: payload.root)
     }
 }

@@ -2,6 +2,7 @@ import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Logging
 import Synchronization
 
@@ -73,11 +74,38 @@ public final class FetchEngine: Sendable {
     private let commands = Mutex(Commands())
     private let exited = Latch()
 
-    /// Set once by the engine thread as its very last act.
+    /// Opened once by the engine thread as its very last act; waited on by blocking (the CLI's
+    /// exit path) or by suspending (the service's shutdown), never by polling.
     private final class Latch: Sendable {
-        private let flag = Atomic<Bool>(false)
-        func open() { flag.store(true, ordering: .releasing) }
-        var isOpen: Bool { flag.load(ordering: .acquiring) }
+        private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        private let semaphore = DispatchSemaphore(value: 0)
+
+        func open() {
+            let waiters = state.withLock { s in
+                s.open = true
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            semaphore.signal()
+            for waiter in waiters { waiter.resume() }
+        }
+
+        /// Blocks the calling thread until open, or `timeout` has passed.
+        func wait(timeout: Duration) {
+            guard !state.withLock({ $0.open }) else { return }
+            let c = timeout.components
+            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(c.seconds) * 1_000_000_000 + Int(c.attoseconds / 1_000_000_000)))
+        }
+
+        func wait() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let open = state.withLock { s -> Bool in
+                    if !s.open { s.waiters.append(continuation) }
+                    return s.open
+                }
+                if open { continuation.resume() }
+            }
+        }
     }
     private let multi: UncheckedMulti
     private let settings: TransferSettings
@@ -124,12 +152,33 @@ public final class FetchEngine: Sendable {
     }
 
     /// Fetches one URL, finishing by `deadline` at the latest. Cancelling the calling task removes
-    /// the transfer at once, frees its handle and deletes its temp file.
-    public func fetch(_ request: FetchRequest, deadline: ContinuousClock.Instant) async throws -> FetchResult {
+    /// the transfer at once, frees its handle and deletes its temp file. `logger` is the caller's
+    /// (with its request's metadata), as async-http-client takes one per request: each transfer's
+    /// end is logged there at debug level.
+    public func fetch(_ request: FetchRequest, deadline: ContinuousClock.Instant, logger: Logger = FetchEngine.silent) async throws -> FetchResult {
         let id = commands.withLock { c -> UInt64 in
             defer { c.nextID += 1 }
             return c.nextID
         }
+        var logger = logger
+        logger[metadataKey: "attache.fetch.id"] = "\(id)"
+        do {
+            let result = try await transfer(id: id, request, deadline: deadline)
+            logger.debug("fetched", metadata: [
+                "attache.fetch.status": "\(result.status)", "attache.fetch.bytes": "\(result.bytes)",
+                "attache.fetch.ms": "\(Int(result.timings.total))",
+            ])
+            return result
+        } catch {
+            logger.debug("fetch failed", metadata: ["attache.fetch.error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// A logger that drops everything: the default for callers that pass none.
+    public static let silent = Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    private func transfer(id: UInt64, _ request: FetchRequest, deadline: ContinuousClock.Instant) async throws -> FetchResult {
         let transfer = try CurlTransfer(id: id, request: request, deadline: deadline, settings: settings)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -172,13 +221,17 @@ public final class FetchEngine: Sendable {
         }
     }
 
-    /// Stops the engine and waits (up to a second) until its thread has let go of libcurl and of
+    /// Stops the engine and blocks (up to a second) until its thread has let go of libcurl and of
     /// the engine, so a process can exit right after. Transfers in flight end with `CancellationError`.
     public func shutdown() {
         requestStop()
-        for _ in 0..<1000 where !exited.isOpen {
-            usleep(1000)
-        }
+        exited.wait(timeout: .seconds(1))
+    }
+
+    /// The same, suspending instead of blocking a thread (a service's shutdown).
+    public func shutdownGracefully() async {
+        requestStop()
+        await exited.wait()
     }
 
     private func requestStop() {

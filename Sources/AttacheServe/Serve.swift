@@ -106,11 +106,12 @@ struct Serve: AsyncParsableCommand {
         logger.info("attache serve starting", metadata: [
             "attache.address": "\(server.host):\(server.port)", "attache.auth": "\(server.tokens.isEmpty ? "off" : "bearer")",
         ])
+        // The enrichment is listed first so that it is stopped last, after the server has
+        // answered what it was answering.
         let group = ServiceGroup(configuration: .init(
-            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            services: [EnrichmentService(enrichment), app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         ))
         try await group.run()
-        enrichment.shutdown()
         logger.info("attache serve stopped")
     }
 }

@@ -1,6 +1,7 @@
 import Attache
 import AttachePayload
 import HTTPTypes
+import Logging
 import Hummingbird
 import NIOCore
 import Synchronization
@@ -56,7 +57,7 @@ struct EnrichController: Sendable {
 
         let emission: Emission
         do {
-            emission = try await answer(bytes, id: id, deadline: deadline, channel: context.channel)
+            emission = try await answer(bytes, id: id, deadline: deadline, channel: context.channel, logger: logger)
         } catch {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
@@ -77,7 +78,7 @@ struct EnrichController: Sendable {
     /// Enriches within the in-flight limit; past it, the original at once with `overloaded`. A
     /// client that goes away stops its enrichment (and frees its slots); work it shares with other
     /// requests goes on for them (the cache's single-flight hands it over).
-    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, channel: any Channel) async throws(PayloadError) -> Emission {
+    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, channel: any Channel, logger: Logger) async throws(PayloadError) -> Emission {
         guard let current = inFlight.enter(limit: configuration.maxInFlight) else {
             return try enrichment.passOn(bytes, reason: .overloaded)
         }
@@ -85,7 +86,7 @@ struct EnrichController: Sendable {
         defer { metrics.inFlight(inFlight.leave()) }
         let enrichment = self.enrichment
         let work: @Sendable () async -> Result<Emission, PayloadError> = {
-            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline)) }
+            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline, logger: logger)) }
             catch { return .failure(error) }
         }
         guard let watch = connections.watch(for: channel) else { return try await work().get() }

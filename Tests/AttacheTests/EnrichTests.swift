@@ -3,6 +3,8 @@ import AttacheMedia
 import AttachePayload
 import AttacheSupport
 import AttacheTesting
+import Logging
+import Synchronization
 import Testing
 
 @Suite struct EnrichTests {
@@ -101,6 +103,22 @@ import Testing
         let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","custom":{"k":1,"k":2}}"#))
         #expect(emission.outcome == .enriched)
         #expect(String(decoding: emission.bytes, as: UTF8.self).contains(#""custom":{"k":1,"k":2}"#))
+    }
+
+    /// Each failed attachment is logged once, on the caller's logger (with its request id); the
+    /// attached one is not.
+    @Test func eachFailedAttachmentIsLoggedOnceOnTheCallersLogger() async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let records = Records()
+        var logger = Logger(label: "test") { _ in RecordingHandler(records: records) }
+        logger[metadataKey: "attache.request.id"] = "req-7"
+        let emission = try await e.enrich(h.sample("partial.json"), logger: logger)
+        #expect(emission.outcome == .partial)
+        let failures = records.lines.withLock { $0 }.filter { $0.message == "attachment failed" }
+        #expect(failures.count == 1)
+        #expect(failures.first?.metadata["attache.request.id"] == "req-7")
+        #expect(failures.first?.metadata["attache.reason"] == "unsupported-type")
     }
 
     @Test func partialWhenSomeMediaFails() async throws {
@@ -213,5 +231,26 @@ import Testing
     @Test(arguments: ["fallback-webm.json", "fallback-playlist.json"])
     func refusedMoviesFallBack(_ name: String) async throws {
         try await Harness.expectOriginal({ $0.sample(name) }, reason: .unsupportedType)
+    }
+}
+
+final class Records: Sendable {
+    let lines = Mutex<[(message: String, metadata: [String: String])]>([])
+}
+
+/// Keeps what is logged, with the logger's metadata and the record's merged.
+struct RecordingHandler: LogHandler {
+    let records: Records
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        let merged = metadata.merging(extra ?? [:]) { $1 }.mapValues { "\($0)" }
+        records.lines.withLock { $0.append((message.description, merged)) }
     }
 }
