@@ -59,6 +59,14 @@ check "a directory is an error, not a crash" "[ $code -ne 0 ] && [ $code -lt 128
 "$bin" serve --help > "$tmp/help" 2>&1
 check "serve --help is the service's" "grep -q 'attache serve' $tmp/help && grep -q -- '--max-in-flight' $tmp/help"
 
+# A bad value in the environment stops the start, naming the variable (it was silently ignored).
+ATTACHE_MAX_IN_FLIGHT=lots "$bin" serve --port 0 > /dev/null 2> "$tmp/env-err"
+code=$?
+check "a bad ATTACHE_MAX_IN_FLIGHT: the service does not start (exit $code)" "[ $code -ne 0 ] && grep -q 'ATTACHE_MAX_IN_FLIGHT=\"lots\" is not a whole number' $tmp/env-err"
+ATTACHE_DEADLINE=soon "$bin" enrich Samples/payloads/passthrough-no-media.json > "$tmp/env-out" 2> "$tmp/env-err"
+code=$?
+check "a bad ATTACHE_DEADLINE: enrich refuses to start (exit $code)" "[ $code -ne 0 ] && grep -q 'ATTACHE_DEADLINE' $tmp/env-err && [ ! -s $tmp/env-out ]"
+
 # The deadline holds for the whole process: an origin that accepts and never answers, a 300 ms
 # deadline, and the original comes out, byte for byte, with the process gone by the deadline + 1 s
 # (start-up and exit included; the hung transfer is not waited for). How close to the deadline it
