@@ -3,7 +3,7 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and run: the C libraries Attache links (declared as providers in Package.swift too).
-APT_PACKAGES := pkg-config libcurl4-openssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
+APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
 	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python.
 TEST_PACKAGES := curl python3 python3-jsonschema python3-yaml
@@ -90,6 +90,7 @@ bench: bench-deps build
 	Benchmarks/serve.sh $(RELEASE_BIN)
 	Benchmarks/batch.sh $(RELEASE_BIN)
 	Benchmarks/deadline.sh $(RELEASE_BIN)
+	Benchmarks/store.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build Samples/extensions/.build attache-media

@@ -38,6 +38,7 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // libcurl (headers from libcurl4-openssl-dev), loaded with dlopen on first use: see
         // include/attache_curl.h.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
@@ -60,7 +61,7 @@ let package = Package(
             dependencies: ["CCurl", "AttacheSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        .target(name: "AttacheSupport", swiftSettings: strict),
+        .target(name: "AttacheSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", dependencies: ["AttacheSupport"], swiftSettings: strict),
         .target(

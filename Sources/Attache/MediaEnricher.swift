@@ -282,7 +282,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let storeOffset = since()
         let store = services.store
         let stored = try await services.pool.run { _ in
-            (try store.put(rendered.main, fileExtension: rendered.format.fileExtension),
+            (try rendered.original.map { try store.put(rendered.main, fileExtension: rendered.format.fileExtension, sha256: $0.sha256, file: $0.path) }
+                ?? store.put(rendered.main, fileExtension: rendered.format.fileExtension),
              try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
         }
         update(index) {
@@ -295,6 +296,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     /// What goes into the store and the attachment entry.
     private struct Rendered: Sendable {
         var main: [UInt8]
+        /// Set when `main` is the downloaded body as it came: its hash is known, and it may be in
+        /// a file already.
+        var original: FetchedBody?
         var format: MediaFormat
         var uti: String
         var width: Int?
@@ -334,7 +338,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
                             height: display.height, thumbnail: rendition.thumbnail)
         }
-        return Rendered(main: bytes, format: header.format, uti: header.format.uti, width: header.displayWidth,
+        return Rendered(main: bytes, original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
                         height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,
                         thumbnail: rendition.thumbnail)
     }
@@ -357,7 +361,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.renderStart = offset
             r.timings.render = start.duration(to: .now).milliseconds
         }
-        return Rendered(main: bytes, format: facts.format, uti: facts.uti,
+        return Rendered(main: bytes, original: fetched.body, format: facts.format, uti: facts.uti,
                         width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,
                         duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
     }

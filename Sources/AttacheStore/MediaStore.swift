@@ -5,9 +5,20 @@ import Glibc
 
 /// Where validated media and renditions go.
 public protocol MediaStore: Sendable {
-    /// Stores bytes under a content-addressed name (`<sha256>.<ext>`) and returns that name.
-    /// Storing the same bytes twice is harmless and returns the same name.
+    /// Stores bytes under a content-addressed name (`<sha256>.<ext>`) and returns that name, once
+    /// the write is durable. Storing the same bytes twice is harmless and returns the same name.
     func put(_ bytes: [UInt8], fileExtension: String) throws -> StoredMedia
+
+    /// The same for bytes whose hash is known (computed as they were downloaded), and that may be
+    /// in a file already (a body spilled to the scratch space): the store can take the file as it
+    /// is instead of writing the bytes again.
+    func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?) throws -> StoredMedia
+}
+
+extension MediaStore {
+    public func put(_ bytes: [UInt8], fileExtension: String) throws -> StoredMedia {
+        try put(bytes, fileExtension: fileExtension, sha256: SHA256.hex(bytes), file: nil)
+    }
 }
 
 public struct StoredMedia: Sendable, Equatable {
@@ -54,12 +65,19 @@ public struct FileStore: MediaStore {
         return "file://\(absoluteDirectory)/\(name)"
     }
 
-    public func put(_ bytes: [UInt8], fileExtension: String) throws -> StoredMedia {
-        let name = "\(SHA256.hex(bytes)).\(fileExtension)"
+    /// A file already on the same filesystem is linked in (no copy); else the bytes are written
+    /// to a temp file and renamed. Either way the file and the directory are fsynced first: no URL
+    /// leaves the process for a file a power cut could take back.
+    public func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?) throws -> StoredMedia {
+        let name = "\(sha256).\(fileExtension)"
         let path = "\(directory)/\(name)"
         if access(path, F_OK) != 0 {
             do {
-                try writeFileAtomically(path, bytes, tempDirectory: tempDirectory)
+                if let file, (try? linkFileDurably(file, to: path)) != nil {
+                    // linked
+                } else {
+                    try writeFileAtomically(path, bytes, tempDirectory: tempDirectory, durable: true)
+                }
             } catch {
                 throw StoreError("\(error)")
             }

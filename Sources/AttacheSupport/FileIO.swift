@@ -90,20 +90,52 @@ public func makeTempFile(in directory: String, prefix: String) -> (fd: Int32, pa
 
 /// A whole file written under a temp name and renamed into place, so a reader (or a resumed
 /// batch) never sees part of it. Mode 0644. The temp file is made in `tempDirectory` (which must
-/// be on the same filesystem), else beside the file.
-public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory: String? = nil) throws {
-    let directory = tempDirectory ?? path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+/// be on the same filesystem), else beside the file. `durable`: the file and then its directory
+/// are fsynced before this returns, so after a power cut the name is there with all its bytes.
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory: String? = nil, durable: Bool = false) throws {
+    let directory = tempDirectory ?? parentDirectory(path)
     guard let (fd, temp) = makeTempFile(in: directory, prefix: ".tmp") else {
         throw FileReadError(description: "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
     }
-    let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
+    var ok = bytes.withUnsafeBytes { writeAll(fd: fd, $0) } && fchmod(fd, 0o644) == 0
+    if ok && durable { ok = fsync(fd) == 0 }
     let error = errno
-    fchmod(fd, 0o644)
-    let closed = close(fd) == 0
-    guard written, closed, rename(temp, path) == 0 else {
+    ok = close(fd) == 0 && ok
+    guard ok, rename(temp, path) == 0 else {
+        let failure = ok ? errno : error
         unlink(temp)
-        throw FileReadError(description: "cannot write \(path): \(String(cString: strerror(written ? errno : error)))")
+        throw FileReadError(description: "cannot write \(path): \(String(cString: strerror(failure)))")
     }
+    if durable { try syncDirectory(parentDirectory(path)) }
+}
+
+/// Gives an existing file (a downloaded body in the scratch space) a second name, durably: its
+/// data is fsynced, the new name made with link(2) — no byte copied, and an existing name is left
+/// as it is (same content, by construction) — and the directory fsynced.
+public func linkFileDurably(_ source: String, to path: String) throws {
+    let fd = open(source, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileReadError(description: "cannot open \(source): \(String(cString: strerror(errno)))") }
+    let synced = fsync(fd) == 0
+    let error = errno
+    close(fd)
+    guard synced else { throw FileReadError(description: "cannot sync \(source): \(String(cString: strerror(error)))") }
+    guard link(source, path) == 0 || errno == EEXIST else {
+        throw FileReadError(description: "cannot link \(path): \(String(cString: strerror(errno)))")
+    }
+    chmod(path, 0o644)
+    try syncDirectory(parentDirectory(path))
+}
+
+/// fsync on a directory: its entries (a rename, a link) survive a power cut.
+public func syncDirectory(_ path: String) throws {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    guard fsync(fd) == 0 else { throw FileReadError(description: "cannot sync \(path): \(String(cString: strerror(errno)))") }
+}
+
+private func parentDirectory(_ path: String) -> String {
+    path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
 }
 
 /// Makes a directory and every missing one above it (mode 0755), as `mkdir -p`.

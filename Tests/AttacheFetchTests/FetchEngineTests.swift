@@ -1,3 +1,4 @@
+import AttacheSupport
 import AttacheTesting
 import Synchronization
 import Testing
@@ -175,6 +176,7 @@ import Glibc
             let result = try await fetch(engine, origin.url("/media.bin")).get()
             #expect(result.body.path != nil)
             #expect(try result.body.readAll() == Self.body)
+            #expect(result.body.sha256 == SHA256.hex(Self.body))  // hashed as it arrived
             #expect(listDirectory(directory).count == 1)
         }
         #expect(listDirectory(directory).isEmpty)

@@ -1,6 +1,9 @@
 import AttacheSupport
 import AttacheTesting
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import AttacheStore
 
 @Suite struct FileStoreTests {
@@ -24,6 +27,32 @@ import Testing
         #expect(try store.put(bytes, fileExtension: "jpg") == first)
         #expect(try readFile("\(dir)/media/\(first.name)") == bytes)
         #expect(try directoryEntries("\(dir)/media") == [first.name])  // no temp file left
+    }
+
+    /// A body already in a file on the store's filesystem becomes the stored file by a second
+    /// name (same inode: no byte copied), under the hash computed while it was downloaded.
+    @Test func aFileIsLinkedInNotCopied() throws {
+        let dir = try makeTempDirectory()
+        let bytes = [UInt8](repeating: 7, count: 100_000)
+        try writeFileAtomically("\(dir)/body", bytes)
+        let store = try FileStore(directory: "\(dir)/media")
+        let stored = try store.put(bytes, fileExtension: "gif", sha256: SHA256.hex(bytes), file: "\(dir)/body")
+        var a = stat(), b = stat()
+        #expect(stat("\(dir)/body", &a) == 0 && stat("\(dir)/media/\(stored.name)", &b) == 0)
+        #expect(a.st_ino == b.st_ino)
+        #expect(b.st_mode & 0o777 == 0o644)
+        // Without a usable file (gone, say), the bytes are written instead.
+        let other = [UInt8](repeating: 8, count: 10)
+        let written = try store.put(other, fileExtension: "gif", sha256: SHA256.hex(other), file: "\(dir)/missing")
+        #expect(try readFile("\(dir)/media/\(written.name)") == other)
+    }
+
+    @Test func hashingInPiecesEqualsHashingWhole() {
+        let bytes = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let hasher = SHA256()
+        for chunk in stride(from: 0, to: bytes.count, by: 777) { hasher.update(Array(bytes[chunk..<min(bytes.count, chunk + 777)])) }
+        #expect(hasher.hex == SHA256.hex(bytes))
+        #expect(hasher.finalize() == SHA256.hash(bytes))  // finalize twice: the same digest
     }
 
     @Test func withoutABaseURLItIsAFileURL() throws {
