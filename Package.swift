@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(name: "AttacheSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
-        .target(name: "AttacheStore", dependencies: ["AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheStore", dependencies: ["AttacheSupport", "AttacheFetch"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [
@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "AttacheServer",
             dependencies: [
-                "Attache", "AttacheSupport",
+                "Attache", "AttacheStore", "AttacheSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -99,7 +99,7 @@ let package = Package(
         .target(
             name: "AttacheCommandLine",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheMedia", "AttacheSupport",
+                "Attache", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -134,7 +134,7 @@ let package = Package(
 
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
         .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
-        .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheSupport", "AttacheTesting"]),
+        .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting"]),
         .testTarget(
             name: "AttacheCommandLineTests",
             dependencies: ["AttacheCommandLine", "AttacheFetch", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -9,7 +9,11 @@ import Logging
 public struct EnrichmentOptions: Sendable {
     public var deadline: Duration = .seconds(10)
     public var onTimeout: TimeoutPolicy = .original
+    /// The file store's directory, and in any case where the scratch space (downloads, writes in
+    /// progress) lives.
     public var mediaDirectory: String = "./attache-media"
+    /// An S3-compatible bucket to store in instead of the directory, and how to reach it.
+    public var objectStore: (location: S3Store.Location, endpoint: S3Store.Endpoint)?
     public var publicBaseURL: String?
     public var allowedAddresses: [CIDR] = []
     public var thumbnailSize = 320
@@ -35,11 +39,20 @@ public struct Enrichment: Sendable {
     public let services: MediaServices
     /// This process's temp files (fetched bodies, store writes), removed by `shutdown()`.
     public let scratch: ScratchSpace
+    /// An object store's own fetch engine (store traffic is not media traffic).
+    let storeEngine: FetchEngine?
 
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
         scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
-        let store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL,
-                                  tempDirectory: scratch.path)
+        let store: any MediaStore
+        if let (location, endpoint) = options.objectStore {
+            let engine = try S3Store.makeEngine(tempDirectory: scratch.path)
+            storeEngine = engine
+            store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.publicBaseURL, engine: engine)
+        } else {
+            storeEngine = nil
+            store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
+        }
         let engine = try FetchEngine(
             configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
                                  tempDirectory: scratch.path),
@@ -86,12 +99,14 @@ public struct Enrichment: Sendable {
     /// still referenced (an abandoned decode's, say).
     public func shutdown() {
         services.engine.shutdown()
+        storeEngine?.shutdown()
         scratch.removeAll()
     }
 
     /// The same, suspending while the engine stops (what a service group's member does).
     public func shutdownGracefully() async {
         await services.engine.shutdownGracefully()
+        await storeEngine?.shutdownGracefully()
         scratch.removeAll()
     }
 }

@@ -262,7 +262,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             let rendered = format.kind == .image
                 ? try await renderImage(fetched, format: format, media: media, index: index)
                 : try await renderMovie(fetched, format: format, media: media, index: index)
-            let (main, thumbnail) = try await store(rendered, index: index)
+            let (main, thumbnail) = try await store(rendered, index: index, deadline: deadline)
             return (rendered, main, thumbnail)
         }
         var thumbnailEntry: AttachmentEntry.Thumbnail?
@@ -277,20 +277,27 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         )
     }
 
-    private func store(_ rendered: Rendered, index: Int) async throws -> (StoredMedia, StoredMedia?) {
+    /// The main rendition and the thumbnail, stored at once; the URLs are only used once both
+    /// writes are confirmed.
+    private func store(_ rendered: Rendered, index: Int, deadline: ContinuousClock.Instant) async throws -> (StoredMedia, StoredMedia?) {
         let storeStart = ContinuousClock.now
         let storeOffset = since()
         let store = services.store
-        let stored = try await services.pool.run { _ in
-            (try rendered.original.map { try store.put(rendered.main, fileExtension: rendered.format.fileExtension, sha256: $0.sha256, file: $0.path) }
-                ?? store.put(rendered.main, fileExtension: rendered.format.fileExtension),
-             try rendered.thumbnail.map { try store.put($0.bytes, fileExtension: $0.format.fileExtension) })
-        }
+        let ext = rendered.format.fileExtension
+        let sha256 = rendered.original?.sha256 ?? SHA256.hex(rendered.main)
+        async let main = store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
+        async let thumbnail = Self.put(rendered.thumbnail, in: store, deadline: deadline)
+        let stored = try await (main, thumbnail)
         update(index) {
             $0.timings.storeStart = storeOffset
             $0.timings.store = storeStart.duration(to: .now).milliseconds
         }
         return stored
+    }
+
+    private static func put(_ image: RenderedImage?, in store: any MediaStore, deadline: ContinuousClock.Instant) async throws -> StoredMedia? {
+        guard let image else { return nil }
+        return try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
     }
 
     /// What goes into the store and the attachment entry.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Attache
 import AttacheFetch
 import AttacheMedia
+import AttacheStore
 
 /// The options every command that enriches shares (`enrich`, `batch`, `timeline` and the
 /// service), each also read from an `ATTACHE_*` variable when the flag is not given.
@@ -9,7 +10,10 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default 10s, the service's 3s is for requests that name none].", transform: parseDuration)
     var deadline: Duration?
 
-    @Option(help: "Where validated media and thumbnails are stored [ATTACHE_MEDIA_DIR, default ./attache-media].")
+    @Option(help: "Where validated media and thumbnails are stored: a directory, or s3://BUCKET/PREFIX (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3) [ATTACHE_STORE, default ./attache-media].")
+    var store: String?
+
+    @Option(help: "The store's directory (--store DIR), and with an s3:// store where downloads wait [ATTACHE_MEDIA_DIR, default ./attache-media].")
     var mediaDir: String?
 
     @Option(help: "Base URL the media directory is served under; URLs become BASE/<hash>.<ext> and the dialect's own URL field is rewritten [ATTACHE_PUBLIC_BASE_URL].")
@@ -56,6 +60,20 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
         options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR") ?? options.mediaDirectory
+        if let store = settings.string(store, "ATTACHE_STORE") {
+            if store.hasPrefix("s3://") {
+                guard let location = S3Store.Location(store) else { throw ValidationError("--store: \(store) is not s3://BUCKET/PREFIX") }
+                do {
+                    options.objectStore = (location, try S3Store.Endpoint.fromEnvironment { settings.source.value(of: $0) })
+                } catch {
+                    throw ValidationError("--store \(store): \(error)")
+                }
+            } else if mediaDir == nil {
+                options.mediaDirectory = store
+            } else {
+                throw ValidationError("--store DIR and --media-dir name the same thing: give one")
+            }
+        }
         options.publicBaseURL = settings.string(publicBaseURL, "ATTACHE_PUBLIC_BASE_URL")
         options.allowedAddresses = try settings.cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")
         options.proxy = settings.string(proxy, "ATTACHE_PROXY")

@@ -54,6 +54,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// time into the multi handle and queues the rest itself.
     let origin: String
     private var resolveList: UnsafeMutablePointer<curl_slist>?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// How much of `request.upload` curl has read.
+    private var uploaded = 0
     private var continuation: CheckedContinuation<FetchResult, any Error>?
 
     // Set by callbacks on the engine thread.
@@ -82,6 +85,7 @@ final class CurlTransfer: @unchecked Sendable {
     deinit {
         if let easy { attache_curl_easy_cleanup(easy) }
         if let resolveList { attache_curl_slist_free_all(resolveList) }
+        if let headerList { attache_curl_slist_free_all(headerList) }
     }
 
     func attach(_ continuation: CheckedContinuation<FetchResult, any Error>) {
@@ -138,7 +142,7 @@ final class CurlTransfer: @unchecked Sendable {
         try setLong(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
         try setString(CURLOPT_PROTOCOLS_STR, "http,https")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try setLong(CURLOPT_FOLLOWLOCATION, 1)
+        try setLong(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
         try setLong(CURLOPT_MAXREDIRS, settings.maxRedirects)
         // Proxy variables in the environment are ignored unless a proxy is configured.
         try setString(CURLOPT_PROXY, settings.proxy ?? "")
@@ -155,6 +159,8 @@ final class CurlTransfer: @unchecked Sendable {
             try curlCheck(attache_curl_setopt_slist(easy, CURLOPT_RESOLVE, resolveList), "setopt")
         }
 
+        try configureMethod()
+
         let me = Unmanaged.passUnretained(self).toOpaque()
         try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_WRITEDATA, me), "setopt")
         try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_HEADERDATA, me), "setopt")
@@ -162,6 +168,47 @@ final class CurlTransfer: @unchecked Sendable {
         try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_WRITEFUNCTION, curlWrite), "setopt")
         try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_HEADERFUNCTION, curlHeader), "setopt")
         try curlCheck(attache_curl_setopt_opensocket_fn(easy, curlOpenSocket), "setopt")
+    }
+
+    /// HEAD and PUT (read from `request.upload` as curl asks), extra headers, and the AWS signature.
+    private func configureMethod() throws {
+        var headers = request.headers
+        switch request.method {
+        case .get: break
+        case .head: try setLong(CURLOPT_NOBODY, 1)
+        case .put:
+            let body = request.upload ?? []
+            try setLong(CURLOPT_UPLOAD, 1)
+            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(body.count)), "setopt")
+            try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
+            try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
+            // curl's own `Expect: 100-continue` stays: removing it ("Expect:") leaves it among
+            // the headers curl 7.88 signs, and S3 then refuses the signature.
+        }
+        if let signature = request.signature {
+            try setString(CURLOPT_AWS_SIGV4, "aws:amz:\(signature.region):\(signature.service)")
+            try setString(CURLOPT_USERNAME, signature.accessKey)
+            try setString(CURLOPT_PASSWORD, signature.secretKey)
+            if let token = signature.sessionToken { headers.append("x-amz-security-token: \(token)") }
+        }
+        for header in headers {
+            headerList = attache_curl_slist_append(headerList, header)
+        }
+        if let headerList {
+            try curlCheck(attache_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList), "setopt")
+        }
+    }
+
+    /// The next piece of the upload (engine thread).
+    func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let upload = request.upload else { return 0 }
+        let n = min(buffer.count, upload.count - uploaded)
+        guard n > 0 else { return 0 }
+        upload.withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress! + uploaded, byteCount: n)
+        }
+        uploaded += n
+        return n
     }
 
     /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL
@@ -395,6 +442,12 @@ private let curlWrite: attache_curl_data_fn = { data, size, count, user in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
     let n = size * count
     return transfer.receive(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
+
+private let curlRead: attache_curl_data_fn = { data, size, count, user in
+    guard let user, let data else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.send(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
 }
 
 private let curlHeader: attache_curl_data_fn = { data, size, count, user in

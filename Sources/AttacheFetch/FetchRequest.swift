@@ -26,6 +26,20 @@ public struct FetchRequest: Sendable {
     /// false to stop the transfer (it then fails with reason `fetch-failed`, "stopped by the
     /// consumer"). Byte caps and the prefix inspector apply as for kept bodies.
     public var stream: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    /// GET (media), or HEAD and PUT for an object store.
+    public var method: Method = .get
+    /// Extra request headers, `Name: value`.
+    public var headers: [String] = []
+    /// The body of a PUT.
+    public var upload: [UInt8]?
+    /// Signs the request with AWS Signature V4 (libcurl's `CURLOPT_AWS_SIGV4`).
+    public var signature: AWSSignature?
+    /// Media follows redirects (each hop judged); an object store's answer is final.
+    public var followRedirects = true
+
+    public enum Method: String, Sendable {
+        case get = "GET", head = "HEAD", put = "PUT"
+    }
 
     public init(
         url: String,
@@ -83,5 +97,24 @@ extension FetchTimings {
         let waited = firstByte > 0 ? firstByte : total  // no byte yet: waiting until the end
         return (dns, max(0, connect - dns), tls > 0 ? max(0, tls - connect) : 0,
                 max(0, waited - connected), firstByte > 0 ? max(0, total - max(firstByte, connected)) : 0)
+    }
+}
+
+/// What libcurl needs to sign a request for S3 (or anything speaking its API): the keys, the
+/// region, and a session token when the keys are temporary. The payload's hash goes in an
+/// `x-amz-content-sha256` header, which libcurl signs as given.
+public struct AWSSignature: Sendable {
+    public var accessKey: String
+    public var secretKey: String
+    public var sessionToken: String?
+    public var region: String
+    public var service: String
+
+    public init(accessKey: String, secretKey: String, sessionToken: String? = nil, region: String, service: String = "s3") {
+        self.accessKey = accessKey
+        self.secretKey = secretKey
+        self.sessionToken = sessionToken
+        self.region = region
+        self.service = service
     }
 }

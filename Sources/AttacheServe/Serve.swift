@@ -95,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         var options = try enrich.options(settings, defaultDeadline: server.defaultDeadline)
         server.defaultDeadline = options.deadline
         server.mediaDirectory = options.mediaDirectory
+        server.servesMedia = options.objectStore == nil
         let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
         if ttl > .zero {
             let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)

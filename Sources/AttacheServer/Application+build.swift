@@ -50,6 +50,7 @@ func buildRouter(
                                   minimumFreeBytes: configuration.minimumFreeBytes, registry: registry)
     health.register(on: router)
     health.registerMetrics(on: guarded)
-    MediaController(directory: configuration.mediaDirectory).register(on: router)
+    // With an object store, devices read the bucket (or its CDN): there is nothing to serve here.
+    if configuration.servesMedia { MediaController(directory: configuration.mediaDirectory).register(on: router) }
     return router
 }

@@ -24,6 +24,9 @@ struct HealthController: Sendable {
             guard Self.freeBytes(mediaDirectory) >= minimumFreeBytes else {
                 return Self.text(.serviceUnavailable, "media directory full\n")
             }
+            if let why = await enrichment.services.store.unavailability() {
+                return Self.text(.serviceUnavailable, "store: \(why)\n")
+            }
             return Self.text(.ok, "ready\n")
         }
     }

@@ -1,3 +1,4 @@
+import AttacheStore
 import AttacheSupport
 import HTTPTypes
 import Hummingbird
@@ -18,11 +19,7 @@ struct MediaController: Sendable {
         router.head("/media/{name}") { request, context in try await serve(request, context: context, head: true) }
     }
 
-    static let types: [String: String] = [
-        "jpg": "image/jpeg", "png": "image/png", "gif": "image/gif", "mp4": "video/mp4", "mov": "video/quicktime",
-        "m4a": "audio/mp4", "mp3": "audio/mpeg", "wav": "audio/wav", "aiff": "audio/aiff", "avi": "video/x-msvideo",
-        "mpg": "video/mpeg",
-    ]
+    static let types = StoredMedia.contentTypes
 
     static func validName(_ name: String) -> (hash: Substring, ext: Substring)? {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
@@ -45,7 +42,7 @@ struct MediaController: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = Self.types[String(ext)]
         headers[.eTag] = "\"\(hash)\""
-        headers[.cacheControl] = "public, max-age=31536000, immutable"
+        headers[.cacheControl] = StoredMedia.cacheControl
         headers[.acceptRanges] = "bytes"
         // The type is the one the name says; browsers must not guess another from the bytes.
         headers[.contentTypeOptions] = "nosniff"

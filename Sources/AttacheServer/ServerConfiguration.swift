@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var tokens: [String]
     /// Where `/media/<name>` reads from (the enrichment's media directory).
     public var mediaDirectory: String
+    /// False with an object store: `/media` is off (404), devices read the bucket.
+    public var servesMedia = true
     /// `/readyz` says 503 when the media directory's filesystem has less free space than this
     /// (default: the largest attachment, a 50 MB movie).
     public var minimumFreeBytes: Int

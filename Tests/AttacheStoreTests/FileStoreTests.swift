@@ -17,33 +17,33 @@ import Glibc
         #expect(SHA256.hex(Array(text.utf8)) == hex)
     }
 
-    @Test func namesAreTheContentsHashAndStoringTwiceIsHarmless() throws {
+    @Test func namesAreTheContentsHashAndStoringTwiceIsHarmless() async throws {
         let dir = try makeTempDirectory()
         let store = try FileStore(directory: "\(dir)/media", publicBaseURL: "https://cdn.example.com/m/")
         let bytes = Array("picture".utf8)
-        let first = try store.put(bytes, fileExtension: "jpg")
+        let first = try await store.put(bytes, fileExtension: "jpg")
         #expect(first.name == "\(SHA256.hex(bytes)).jpg")
         #expect(first.url == "https://cdn.example.com/m/\(first.name)")
-        #expect(try store.put(bytes, fileExtension: "jpg") == first)
+        #expect(try await store.put(bytes, fileExtension: "jpg") == first)
         #expect(try readFile("\(dir)/media/\(first.name)") == bytes)
         #expect(try directoryEntries("\(dir)/media") == [first.name])  // no temp file left
     }
 
     /// A body already in a file on the store's filesystem becomes the stored file by a second
     /// name (same inode: no byte copied), under the hash computed while it was downloaded.
-    @Test func aFileIsLinkedInNotCopied() throws {
+    @Test func aFileIsLinkedInNotCopied() async throws {
         let dir = try makeTempDirectory()
         let bytes = [UInt8](repeating: 7, count: 100_000)
         try writeFileAtomically("\(dir)/body", bytes)
         let store = try FileStore(directory: "\(dir)/media")
-        let stored = try store.put(bytes, fileExtension: "gif", sha256: SHA256.hex(bytes), file: "\(dir)/body")
+        let stored = try await store.put(bytes, fileExtension: "gif", sha256: SHA256.hex(bytes), file: "\(dir)/body", deadline: .now + .seconds(5))
         var a = stat(), b = stat()
         #expect(stat("\(dir)/body", &a) == 0 && stat("\(dir)/media/\(stored.name)", &b) == 0)
         #expect(a.st_ino == b.st_ino)
         #expect(b.st_mode & 0o777 == 0o644)
         // Without a usable file (gone, say), the bytes are written instead.
         let other = [UInt8](repeating: 8, count: 10)
-        let written = try store.put(other, fileExtension: "gif", sha256: SHA256.hex(other), file: "\(dir)/missing")
+        let written = try await store.put(other, fileExtension: "gif", sha256: SHA256.hex(other), file: "\(dir)/missing", deadline: .now + .seconds(5))
         #expect(try readFile("\(dir)/media/\(written.name)") == other)
     }
 
@@ -55,13 +55,13 @@ import Glibc
         #expect(hasher.finalize() == SHA256.hash(bytes))  // finalize twice: the same digest
     }
 
-    @Test func withoutABaseURLItIsAFileURL() throws {
+    @Test func withoutABaseURLItIsAFileURL() async throws {
         let dir = try makeTempDirectory()
         let store = try FileStore(directory: dir)
-        #expect(try store.put([1, 2, 3], fileExtension: "png").url.hasPrefix("file:///"))
+        #expect(try await store.put([1, 2, 3], fileExtension: "png").url.hasPrefix("file:///"))
     }
 
-    @Test func anUnwritableDirectoryIsAStoreError() throws {
+    @Test func anUnwritableDirectoryIsAStoreError() async throws {
         let dir = try makeTempDirectory()
         try writeFileAtomically("\(dir)/file", [0])
         #expect(throws: StoreError.self) { try FileStore(directory: "\(dir)/file/media") }

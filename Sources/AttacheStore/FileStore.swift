@@ -1,0 +1,93 @@
+import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A directory of content-addressed files. Each file is written to a temp name and renamed, so
+/// a reader never sees a partial file.
+public struct FileStore: MediaStore {
+    public let directory: String
+    /// `https://cdn.example.com/media` → URLs `https://cdn.example.com/media/<name>`; nil → `file://`.
+    public let publicBaseURL: String?
+    /// Where files are written before they are renamed in (a process's `ScratchSpace` on the same
+    /// filesystem, so nothing half-written is ever left among the stored names); nil: beside them.
+    public let tempDirectory: String?
+    /// Free space under which the store counts as full (the largest attachment it may take).
+    public let minimumFreeBytes: Int
+    /// Writes and fsyncs block: they run here, not on the caller's thread.
+    let pool: BlockingPool
+
+    public init(directory: String, publicBaseURL: String? = nil, tempDirectory: String? = nil,
+                minimumFreeBytes: Int = 50_000_000, pool: BlockingPool = .shared) throws {
+        self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
+        self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.tempDirectory = tempDirectory
+        self.minimumFreeBytes = minimumFreeBytes
+        self.pool = pool
+        try Self.makeDirectories(self.directory)
+    }
+
+    /// The absolute path of the directory (for file:// URLs).
+    public var absoluteDirectory: String {
+        if directory.hasPrefix("/") { return directory }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buffer, buffer.count) != nil else { return directory }
+        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return cwd + "/" + (directory.hasPrefix("./") ? String(directory.dropFirst(2)) : directory)
+    }
+
+    public func url(for name: String) -> String {
+        if let publicBaseURL { return "\(publicBaseURL)/\(name)" }
+        return "file://\(absoluteDirectory)/\(name)"
+    }
+
+    /// A file already on the same filesystem is linked in (no copy); else the bytes are written
+    /// to a temp file and renamed. Either way the file and the directory are fsynced first: no URL
+    /// leaves the process for a file a power cut could take back.
+    public func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?,
+                    deadline: ContinuousClock.Instant) async throws -> StoredMedia {
+        try await pool.run { _ in try putNow(bytes, fileExtension: fileExtension, sha256: sha256, file: file) }
+    }
+
+    /// The same, on the calling thread.
+    public func putNow(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?) throws -> StoredMedia {
+        let name = "\(sha256).\(fileExtension)"
+        let path = "\(directory)/\(name)"
+        if access(path, F_OK) != 0 {
+            do {
+                if let file, (try? linkFileDurably(file, to: path)) != nil {
+                    // linked
+                } else {
+                    try writeFileAtomically(path, bytes, tempDirectory: tempDirectory, durable: true)
+                }
+            } catch {
+                throw StoreError("\(error)")
+            }
+        }
+        return StoredMedia(name: name, url: url(for: name))
+    }
+
+    public func unavailability() async -> String? {
+        guard Self.writable(directory) else { return "media directory not writable" }
+        guard Self.freeBytes(directory) >= minimumFreeBytes else { return "media directory full" }
+        return nil
+    }
+
+    /// Bytes an unprivileged writer may still use on the directory's filesystem.
+    public static func freeBytes(_ directory: String) -> Int {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return 0 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
+    static func writable(_ directory: String) -> Bool {
+        guard let (fd, path) = makeTempFile(in: directory, prefix: ".ready") else { return false }
+        close(fd)
+        unlink(path)
+        return true
+    }
+
+    public static func makeDirectories(_ path: String) throws {
+        do { try AttacheSupport.makeDirectories(path) } catch { throw StoreError("\(error)") }
+    }
+}
