@@ -9,6 +9,16 @@ public struct CachedMedia: Sendable {
     public var kind: String
     public var format: String
     public var bytes: Int
+    /// Found in the store's shared results (another replica, or an earlier process, made it).
+    public var fromStore = false
+
+    public init(entry: AttachmentEntry, kind: String, format: String, bytes: Int, fromStore: Bool = false) {
+        self.entry = entry
+        self.kind = kind
+        self.format = format
+        self.bytes = bytes
+        self.fromStore = fromStore
+    }
 }
 
 /// How a value came out of the cache.

@@ -184,14 +184,24 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         do {
             let entry: AttachmentEntry
             if let cache = services.cache {
-                let (cached, event) = try await cache.value(for: cacheKey(media)) {
+                let key = cacheKey(media)
+                let (cached, event) = try await cache.value(for: key) {
+                    // Another replica sharing the store may have made it already.
+                    let name = SharedResults.name(for: key), store = self.services.store
+                    if let record = await store.record(named: name, deadline: deadline),
+                       let shared = SharedResults.decode(record, now: SharedResults.now(), timeToLive: cache.configuration.timeToLive) {
+                        return shared
+                    }
                     let entry = try await self.fetchAndRender(media, index: index, deadline: deadline)
                     let report = self.state.withLock { $0.reports[index] }
-                    return CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
+                    let made = CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
+                    // Best effort: without the record, other replicas only fetch again.
+                    try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name, deadline: deadline)
+                    return made
                 }
                 update(index) { r in
-                    r.cache = event.rawValue
-                    if event != .miss {
+                    r.cache = cached.fromStore && event == .miss ? "store" : event.rawValue
+                    if event != .miss || cached.fromStore {
                         r.kind = cached.kind
                         r.format = cached.format
                         r.bytes = cached.bytes

@@ -67,6 +67,23 @@ public struct FileStore: MediaStore {
         return StoredMedia(name: name, url: url(for: name))
     }
 
+    public func record(named name: String, deadline: ContinuousClock.Instant) async -> [UInt8]? {
+        let path = "\(directory)/results/\(name)"
+        return try? await pool.run { _ in try readFile(path) }
+    }
+
+    public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
+        let directory = "\(self.directory)/results", temp = tempDirectory
+        try await pool.run { _ in
+            do {
+                try AttacheSupport.makeDirectories(directory)
+                try writeFileAtomically("\(directory)/\(name)", bytes, tempDirectory: temp, durable: true)
+            } catch {
+                throw StoreError("\(error)")
+            }
+        }
+    }
+
     public func unavailability() async -> String? {
         guard Self.writable(directory) else { return "media directory not writable" }
         guard Self.freeBytes(directory) >= minimumFreeBytes else { return "media directory full" }

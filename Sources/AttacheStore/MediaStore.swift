@@ -13,6 +13,14 @@ public protocol MediaStore: Sendable {
 
     /// Nil when the store can take writes now; else why not (what `/readyz` says).
     func unavailability() async -> String?
+
+    /// A small record kept beside the media (`results/<name>`): what a URL rendered to, so that
+    /// another replica sharing the store need not fetch it again. Nil when there is none, or it
+    /// cannot be read in time (a record is an optimisation, never a reason to fail).
+    func record(named name: String, deadline: ContinuousClock.Instant) async -> [UInt8]?
+
+    /// Writes a record (after the media it names is stored).
+    func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws
 }
 
 extension MediaStore {

@@ -101,6 +101,25 @@ public struct S3Store: MediaStore {
         return stored
     }
 
+    public func record(named name: String, deadline: ContinuousClock.Instant) async -> [UInt8]? {
+        let request = signed(objectURL("\(location.prefix)results/\(name)"), .get, payloadSHA256: Self.emptySHA256)
+        guard let result = try? await engine.fetch(request, deadline: deadline), result.status == 200 else { return nil }
+        return try? result.body.readAll()
+    }
+
+    public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
+        let key = "\(location.prefix)results/\(name)"
+        var request = signed(objectURL(key), .put, payloadSHA256: SHA256.hex(bytes))
+        request.upload = bytes
+        request.headers.append("Content-Type: application/json")
+        do {
+            let result = try await engine.fetch(request, deadline: deadline)
+            guard result.status == 200 else { throw StoreError("PUT \(key): HTTP \(result.status)") }
+        } catch let error as FetchError {
+            throw StoreError("PUT \(key): \(error)")
+        }
+    }
+
     /// Whether the object is there (HEAD: 200 yes, 404 no, anything else an error).
     func exists(_ key: String, deadline: ContinuousClock.Instant) async throws -> Bool {
         do {

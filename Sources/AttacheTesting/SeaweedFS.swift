@@ -17,6 +17,35 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
 
     public var endpoint: String { "http://127.0.0.1:\(s3Port)" }
 
+    /// One server at a time in a test process: each is several processes' worth of ports and
+    /// threads, and tests of different suites would otherwise start theirs all at once.
+    private static let turn = AsyncSemaphore(1)
+
+    /// Runs `body` with a server of its own, started after the previous test's has stopped, and
+    /// stopped when `body` returns or throws.
+    public static func with<T: Sendable>(_ body: (SeaweedFS) async throws -> T) async throws -> T {
+        try await turn.withPermit {
+            // Starting waits (and stopping may wait) for seconds: on a thread of its own, never
+            // on one of the few the tests' servers run on.
+            let server = try await threads.run { _ in try SeaweedFS() }
+            do {
+                let result = try await body(server)
+                try await threads.run { _ in server.stop() }
+                return result
+            } catch {
+                try await threads.run { _ in server.stop() }
+                throw error
+            }
+        }
+    }
+
+    private static let threads = BlockingPool(threads: 1, name: "seaweedfs")
+
+    /// Stops the server from a test (a store that went down), off the test's thread.
+    public func halt() async {
+        _ = try? await Self.threads.run { _ in self.stop() }
+    }
+
     /// `weed` from ATTACHE_WEED, else `.build/tools/bin/weed` (run from the package root).
     public static var binary: String {
         getenv("ATTACHE_WEED").map { String(cString: $0) } ?? ".build/tools/bin/weed"

@@ -21,43 +21,44 @@ import Testing
     }
 
     @Test func storesContentAddressedObjectsDevicesCanRead() async throws {
-        let server = try SeaweedFS()
-        defer { server.stop() }
-        let (store, engine) = try store(server)
-        defer { engine.shutdown() }
-        let bytes = Fixtures.bytes("photo.jpg")
-        let stored = try await store.put(bytes, fileExtension: "jpg", deadline: .now + .seconds(10))
-        #expect(stored.name == "\(SHA256.hex(bytes)).jpg")
-        #expect(stored.url == "\(server.endpoint)/attache-test/media/\(stored.name)")
-        let fetched = try await download(stored.url)
-        #expect(try fetched.body.readAll() == bytes)
-        #expect(fetched.contentType == "image/jpeg")
-        // Again: found by its HEAD, the same URL.
-        #expect(try await store.put(bytes, fileExtension: "jpg", deadline: .now + .seconds(10)) == stored)
-        #expect(await store.unavailability() == nil)
+        try await SeaweedFS.with { server in
+            let (store, engine) = try store(server)
+            defer { engine.shutdown() }
+            let bytes = Fixtures.bytes("photo.jpg")
+            let stored = try await store.put(bytes, fileExtension: "jpg", deadline: .now + .seconds(10))
+            #expect(stored.name == "\(SHA256.hex(bytes)).jpg")
+            #expect(stored.url == "\(server.endpoint)/attache-test/media/\(stored.name)")
+            let fetched = try await download(stored.url)
+            #expect(try fetched.body.readAll() == bytes)
+            #expect(fetched.contentType == "image/jpeg")
+            // Again: found by its HEAD, the same URL.
+            #expect(try await store.put(bytes, fileExtension: "jpg", deadline: .now + .seconds(10)) == stored)
+            #expect(await store.unavailability() == nil)
+        }
     }
 
     @Test func aWrongSecretIsRefusedAndNothingIsStored() async throws {
-        let server = try SeaweedFS()
-        defer { server.stop() }
-        let (store, engine) = try store(server, secret: "not-the-secret")
-        defer { engine.shutdown() }
-        let bytes = Array("never stored".utf8)
-        await #expect(throws: StoreError.self) { try await store.put(bytes, fileExtension: "png", deadline: .now + .seconds(10)) }
-        await #expect(throws: FetchError.self) { try await download("\(server.endpoint)/attache-test/media/\(SHA256.hex(bytes)).png") }
-        #expect(await store.unavailability() != nil)
+        try await SeaweedFS.with { server in
+            let (store, engine) = try store(server, secret: "not-the-secret")
+            defer { engine.shutdown() }
+            let bytes = Array("never stored".utf8)
+            await #expect(throws: StoreError.self) { try await store.put(bytes, fileExtension: "png", deadline: .now + .seconds(10)) }
+            await #expect(throws: FetchError.self) { try await download("\(server.endpoint)/attache-test/media/\(SHA256.hex(bytes)).png") }
+            #expect(await store.unavailability() != nil)
+        }
     }
 
     /// A store that is gone fails the write by the deadline (+ 1 s), never later.
     @Test func aStoppedStoreFailsWithinTheDeadline() async throws {
-        let server = try SeaweedFS()
-        let (store, engine) = try store(server)
-        defer { engine.shutdown() }
-        server.stop()
-        let deadline = ContinuousClock.now + .seconds(2)
-        await #expect(throws: StoreError.self) { try await store.put([1, 2, 3], fileExtension: "gif", deadline: deadline) }
-        #expect(ContinuousClock.now < deadline + .seconds(1))
-        #expect(await store.unavailability() != nil)
+        try await SeaweedFS.with { server in
+            let (store, engine) = try store(server)
+            defer { engine.shutdown() }
+            await server.halt()
+            let deadline = ContinuousClock.now + .seconds(2)
+            await #expect(throws: StoreError.self) { try await store.put([1, 2, 3], fileExtension: "gif", deadline: deadline) }
+            #expect(ContinuousClock.now < deadline + .seconds(1))
+            #expect(await store.unavailability() != nil)
+        }
     }
 
     @Test(arguments: [("s3://b", "b", ""), ("s3://b/", "b", ""), ("s3://b/p", "b", "p/"), ("s3://b.x/p/q/", "b.x", "p/q/")])
