@@ -77,6 +77,7 @@ test: test-deps
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
+	Tests/cli/replicas.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	# What ships is the release build: the command-line and batch checks run against it too.
 	$(call release_build)

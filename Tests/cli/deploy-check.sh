@@ -24,4 +24,17 @@ done
 check "Dockerfile runs a make target" "grep -q '^RUN make ' Dockerfile"
 check "the image runs the serve command" "grep -q '\"serve\"' Dockerfile"
 check "the image has attache-serve beside attache" "grep -q '^COPY .*release/attache-serve /usr/local/bin/' Dockerfile"
+# Two replicas behind nginx, sharing SeaweedFS as their store: the pieces, and that the config
+# files they mount are in the repository.
+compose='import sys, yaml
+c = yaml.safe_load(open("docker-compose.yml"))["services"]
+replicas = [n for n, s in c.items() if s.get("environment", {}).get("ATTACHE_STORE", "").startswith("s3://")]
+assert len(replicas) >= 2, "fewer than two replicas on an s3:// store"
+assert any(s.get("image", "").startswith("nginx:") for s in c.values()), "no nginx balancer"
+assert any(s.get("image", "").startswith("chrislusf/seaweedfs:") for s in c.values()), "no SeaweedFS"
+for s in c.values():
+    for v in s.get("volumes", []):
+        src = v.split(":")[0]
+        assert not src.startswith("./") or __import__("os").path.exists(src), src + " is missing"'
+check "docker-compose.yml: two replicas on SeaweedFS behind nginx, mounts present" "python3 -c '$compose'"
 finish deploy
