@@ -137,7 +137,9 @@ let package = Package(
         .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting"]),
         .testTarget(
             name: "AttacheCommandLineTests",
-            dependencies: ["AttacheCommandLine", "AttacheFetch", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            // Attache directly: its types (EnrichmentOptions) are laid out in these tests, and an
+            // incremental build only recompiles them when it sees the dependency.
+            dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),

@@ -29,6 +29,8 @@ public enum CacheEvent: String, Sendable {
     case miss
     /// Computed by another caller at the same time, and waited for (single-flight).
     case shared
+    /// Not in this process's cache, but in the store's shared results (another replica made it).
+    case store
 }
 
 /// A size-bounded, TTL-bounded map from a media URL (with its render options) to its result, with
@@ -39,9 +41,20 @@ public final class MediaCache: Sendable {
     public struct Configuration: Sendable {
         public var timeToLive: Duration
         public var maxEntries: Int
-        public init(timeToLive: Duration = .seconds(3600), maxEntries: Int = 10_000) {
+        /// Warm-through: the work for a key is the cache's, not its first caller's — when that
+        /// caller's deadline passes, the download and render go on (up to this long from their
+        /// start) and the result is kept for the next callers, instead of every payload of a
+        /// campaign falling back and starting the download again. Nil: off (one-shot commands,
+        /// which exit, and batches, which wait anyway).
+        public var warmThrough: Duration?
+        /// Background works at once; past it, work runs in its caller's time as without warm-through.
+        public var maxWarming: Int
+
+        public init(timeToLive: Duration = .seconds(3600), maxEntries: Int = 10_000, warmThrough: Duration? = nil, maxWarming: Int = 16) {
             self.timeToLive = timeToLive
             self.maxEntries = maxEntries
+            self.warmThrough = warmThrough
+            self.maxWarming = maxWarming
         }
     }
 
@@ -50,6 +63,8 @@ public final class MediaCache: Sendable {
         public var misses = 0
         public var shared = 0
         public var entries = 0
+        /// Works that went on after every payload asking for them had its answer, and succeeded.
+        public var warmed = 0
     }
 
     private struct Waiter {
@@ -67,6 +82,7 @@ public final class MediaCache: Sendable {
         var order: [String] = []  // insertion order of ready entries, for eviction
         var statistics = Statistics()
         var nextWaiter: UInt64 = 0
+        var warming = 0
     }
 
     /// Thrown to waiters when the caller computing their key was cancelled: they try again.
@@ -93,8 +109,10 @@ public final class MediaCache: Sendable {
         case compute
     }
 
+    /// The value for `key`, computed by `compute` when missing. `compute` gets the deadline its
+    /// work must keep when it runs as warm-through (nil: its caller's own).
     public func value(
-        for key: String, compute: @Sendable () async throws -> CachedMedia
+        for key: String, compute: @escaping @Sendable (_ workDeadline: ContinuousClock.Instant?) async throws -> CachedMedia
     ) async throws -> (CachedMedia, CacheEvent) {
         while true {
             try Task.checkCancellation()
@@ -125,8 +143,11 @@ public final class MediaCache: Sendable {
                     continue
                 }
             case .compute:
+                if let limit = configuration.warmThrough, reserveWarming() {
+                    return (try await computeInBackground(key, until: .now + limit, compute), .miss)
+                }
                 do {
-                    let value = try await compute()
+                    let value = try await compute(nil)
                     finish(key, with: .success(value))
                     return (value, .miss)
                 } catch {
@@ -135,6 +156,50 @@ public final class MediaCache: Sendable {
                     throw error
                 }
             }
+        }
+    }
+
+    private func reserveWarming() -> Bool {
+        state.withLock { s in
+            guard s.warming < configuration.maxWarming else { return false }
+            s.warming += 1
+            return true
+        }
+    }
+
+    /// The caller waits like any waiter, registered before the work starts; the work runs in a
+    /// task of its own, which the caller's cancellation does not reach.
+    private func computeInBackground(
+        _ key: String, until deadline: ContinuousClock.Instant,
+        _ compute: @escaping @Sendable (ContinuousClock.Instant?) async throws -> CachedMedia
+    ) async throws -> CachedMedia {
+        let id = state.withLock { s -> UInt64 in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { s in
+                    if case .pending(var waiters)? = s.slots[key] {
+                        waiters.append(Waiter(id: id, continuation: continuation))
+                        s.slots[key] = .pending(waiters)
+                    }
+                }
+                Task { [self] in
+                    let result: Result<CachedMedia, any Error>
+                    do { result = .success(try await compute(deadline)) } catch { result = .failure(error) }
+                    let nobodyLeft = state.withLock { s -> Bool in
+                        s.warming -= 1
+                        if case .pending(let waiters)? = s.slots[key] { return waiters.isEmpty }
+                        return false
+                    }
+                    if nobodyLeft, case .success = result { state.withLock { $0.statistics.warmed += 1 } }
+                    finish(key, with: result)
+                }
+                if Task.isCancelled { cancelWaiter(id, key: key) }
+            }
+        } onCancel: {
+            cancelWaiter(id, key: key)
         }
     }
 

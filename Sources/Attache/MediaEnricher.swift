@@ -185,7 +185,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             let entry: AttachmentEntry
             if let cache = services.cache {
                 let key = cacheKey(media)
-                let (cached, event) = try await cache.value(for: key) {
+                let (cached, event) = try await cache.value(for: key) { workDeadline in
+                    let deadline = workDeadline ?? deadline
                     // Another replica sharing the store may have made it already.
                     let name = SharedResults.name(for: key), store = self.services.store
                     if let record = await store.record(named: name, deadline: deadline),
@@ -200,7 +201,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                     return made
                 }
                 update(index) { r in
-                    r.cache = cached.fromStore && event == .miss ? "store" : event.rawValue
+                    r.cache = (cached.fromStore && event == .miss ? CacheEvent.store : event).rawValue
                     if event != .miss || cached.fromStore {
                         r.kind = cached.kind
                         r.format = cached.format
@@ -287,17 +288,17 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         )
     }
 
-    /// The main rendition and the thumbnail, stored at once; the URLs are only used once both
-    /// writes are confirmed.
+    /// The main rendition, then the thumbnail (not at once: a main that cannot be stored must not
+    /// leave a thumbnail behind); the URLs are only used once both writes are confirmed.
     private func store(_ rendered: Rendered, index: Int, deadline: ContinuousClock.Instant) async throws -> (StoredMedia, StoredMedia?) {
         let storeStart = ContinuousClock.now
         let storeOffset = since()
         let store = services.store
         let ext = rendered.format.fileExtension
         let sha256 = rendered.original?.sha256 ?? SHA256.hex(rendered.main)
-        async let main = store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
-        async let thumbnail = Self.put(rendered.thumbnail, in: store, deadline: deadline)
-        let stored = try await (main, thumbnail)
+        let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
+        let thumbnail = try await Self.put(rendered.thumbnail, in: store, deadline: deadline)
+        let stored = (main, thumbnail)
         update(index) {
             $0.timings.storeStart = storeOffset
             $0.timings.store = storeStart.duration(to: .now).milliseconds

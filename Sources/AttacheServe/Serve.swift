@@ -47,6 +47,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
     var cacheEntries: Int?
 
+    @Option(help: "Warm-through: how long a media's download and render may go on after its payload's deadline passed, so the next payloads find it cached [ATTACHE_WARM_THROUGH, default 30s; 0 turns it off].", transform: parseDuration)
+    var warmThrough: Duration?
+
     @Option(help: "Time a connection has to send a request's headers, from its start [ATTACHE_HEADER_TIMEOUT, default 10s].", transform: parseDuration)
     var headerTimeout: Duration?
 
@@ -99,7 +102,8 @@ struct Serve: AsyncParsableCommand {
         let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
         if ttl > .zero {
             let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)
-            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: entries)
+            let warm = try settings.duration(warmThrough, "ATTACHE_WARM_THROUGH", option: "--warm-through", default: .seconds(30), positive: false)
+            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: entries, warmThrough: warm > .zero ? warm : nil)
         }
 
         let enrichment = try Enrichment(options: options, logger: logger)

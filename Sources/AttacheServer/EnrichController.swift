@@ -63,6 +63,7 @@ struct EnrichController: Sendable {
             return Self.error(.badRequest, error.message, id: id)
         }
         metrics.request(emission.report)
+        if let cache = enrichment.services.cache { metrics.warmed(cache.statistics.warmed) }
         logger.debug("payload answered", metadata: [
             "attache.outcome": "\(emission.outcome.rawValue)", "attache.reason": "\(emission.reason?.description ?? "none")",
         ])

@@ -24,7 +24,8 @@ public struct ServerMetrics: Sendable {
             let stages = [("dns", a.timings.dns), ("connect", a.timings.connect), ("first_byte", a.timings.firstByte),
                           ("download", a.timings.download), ("inspect", a.timings.inspect), ("render", a.timings.render),
                           ("store", a.timings.store)]
-            if a.cache != "hit" && a.cache != "shared" {
+            let fetched = a.cache.flatMap(CacheEvent.init(rawValue:)).map { $0 == .miss } ?? true
+            if fetched {
                 for (stage, ms) in stages where ms > 0 {
                     Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)], factory: factory)
                         .recordNanoseconds(Int64(ms * 1_000_000))
@@ -37,6 +38,11 @@ public struct ServerMetrics: Sendable {
                 Counter(label: "attache_cache_total", dimensions: [("event", cache)], factory: factory).increment()
             }
         }
+    }
+
+    /// Warm-through works that finished after their payloads had been answered (a running count).
+    func warmed(_ total: Int) {
+        Gauge(label: "attache_cache_warmed", factory: factory).record(total)
     }
 
     func inFlight(_ value: Int) {

@@ -254,3 +254,40 @@ struct RecordingHandler: LogHandler {
         records.lines.withLock { $0.append((message.description, merged)) }
     }
 }
+
+/// Warm-through: a download still running when its payload's deadline passes goes on, and the
+/// next payload for the same media finds it cached instead of starting it again.
+@Suite struct WarmThroughTests {
+    @Test func theNextPayloadFindsWhatTheLastOneLeftRunning() async throws {
+        let (h, e) = try Harness.started {
+            $0.cache = MediaCache.Configuration(warmThrough: .seconds(20))
+            $0.deadline = .milliseconds(600)
+        }
+        defer { h.stop(e) }
+        // The origin takes 2 s to answer: longer than a payload's deadline, not than the work limit.
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?delay=2000"}"#)
+        let first = try await e.enrich(input)
+        #expect(first.reason == .timeout)
+        #expect(first.bytes == input)
+        let cache = try #require(e.services.cache)
+        #expect(await eventually(within: .seconds(15)) { cache.statistics.warmed == 1 })
+        let second = try await e.enrich(input)
+        #expect(second.outcome == .enriched)
+        #expect(second.report.attachments.first?.cache == "hit")
+        #expect(h.origin.statistics.requests == 1)
+    }
+
+    /// Without warm-through (one-shot commands, batches) the work ends with its payload.
+    @Test func withoutItTheWorkEndsWithThePayload() async throws {
+        let (h, e) = try Harness.started {
+            $0.cache = MediaCache.Configuration()
+            $0.deadline = .milliseconds(600)
+        }
+        defer { h.stop(e) }
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?delay=2000"}"#)
+        #expect(try await e.enrich(input).reason == .timeout)
+        #expect(try await e.enrich(input).reason == .timeout)
+        #expect(e.services.cache?.statistics.warmed == 0)
+        #expect(h.origin.statistics.requests == 2)
+    }
+}
