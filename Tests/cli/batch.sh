@@ -18,16 +18,19 @@ for i in $(seq 0 299); do
   [ "$i" = 150 ] && echo "not a payload"
   echo "{\"aps\":{\"alert\":\"n$i\",\"mutable-content\":1},\"media-url\":\"http://127.0.0.1:$port/alpha.png?delay=100&u=$((i % 60))\",\"n\":$i}"
 done > "$tmp/in.jsonl"
-run() { "$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --concurrency 2 "$@" 2>> "$tmp/batch.log"; }
+# Each run stores into a media directory of its own: a store keeps what each URL rendered to
+# (results/), and a second run over the same one would fetch nothing and end before the kill.
+# The public base URL keeps the payloads' URLs the same whatever the directory.
+run() { "$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --public-base-url http://cdn.test/media --concurrency 2 "$@" 2>> "$tmp/batch.log"; }
 
-run --output "$tmp/whole.jsonl"
+run --media-dir "$tmp/media-whole" --output "$tmp/whole.jsonl"
 check "uninterrupted batch exits 0" "[ $? -eq 0 ]"
 check "300 payloads out" "[ \$(wc -l < $tmp/whole.jsonl) -eq 300 ]"
 check "the rejected line is reported as line 151" "grep -q '{\"line\":151,.*\"outcome\":\"rejected\"' $tmp/whole.jsonl.report.jsonl"
 
 # The process itself, not a subshell around it, gets the SIGKILL.
-"$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --concurrency 2 \
-  --output "$tmp/cut.jsonl" 2>> "$tmp/batch.log" &
+"$bin" batch "$tmp/in.jsonl" --allow-address 127.0.0.1/32 --public-base-url http://cdn.test/media --media-dir "$tmp/media-cut" \
+  --concurrency 2 --output "$tmp/cut.jsonl" 2>> "$tmp/batch.log" &
 pid=$!
 # Killed once some payloads are done (the ledger has lines), not after a fixed sleep.
 for _ in $(seq 300); do [ -s "$tmp/cut.jsonl.report.jsonl" ] && break; sleep 0.02; done
@@ -35,7 +38,7 @@ kill -9 "$pid" 2>/dev/null  # bash reports this job as "Killed": that is the tes
 wait "$pid" 2>/dev/null
 done_before=$(wc -l < "$tmp/cut.jsonl.report.jsonl")
 check "the kill came halfway ($done_before of 301 done)" "[ $done_before -gt 0 ] && [ $done_before -lt 301 ]"
-run --output "$tmp/cut.jsonl" --resume
+run --media-dir "$tmp/media-cut" --output "$tmp/cut.jsonl" --resume
 check "resume exits 0" "[ $? -eq 0 ]"
 check "resumed output equals the uninterrupted one, byte for byte" "cmp -s $tmp/whole.jsonl $tmp/cut.jsonl"
 check "one ledger line per input line" "[ \$(wc -l < $tmp/cut.jsonl.report.jsonl) -eq 301 ]"
