@@ -41,6 +41,25 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
 
     private static let threads = BlockingPool(threads: 1, name: "seaweedfs")
 
+    /// Makes a bucket and writes a first object into it (with curl, signed), as the bucket of a
+    /// real deployment exists before Attache writes to it: SeaweedFS grows the bucket's volumes
+    /// on its first write, which on a busy machine takes longer than a payload's deadline.
+    public func createBucket(_ name: String) async throws {
+        let endpoint = self.endpoint, user = "\(accessKey):\(secretKey)", log = "\(directory)/curl.log"
+        try await Self.threads.run { _ in
+            // The bucket (no body: a CreateBucket body would be its XML configuration), then an object.
+            // S3 wants the payload's hash in x-amz-content-sha256, which curl 7.88 does not add.
+            let object = ["--data-binary", "x", "-H", "x-amz-content-sha256: \(SHA256.hex(Array("x".utf8)))"]
+            for (url, body) in [("\(endpoint)/\(name)", [String]()), ("\(endpoint)/\(name)/warm-up", object)] {
+                let pid = try spawn(["/usr/bin/curl", "-sf", "--max-time", "60", "-X", "PUT"] + body
+                                    + ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, url], output: log)
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+                guard status == 0 else { throw OriginError("curl PUT \(url) failed (see \(log))") }
+            }
+        }
+    }
+
     /// Stops the server from a test (a store that went down), off the test's thread.
     public func halt() async {
         _ = try? await Self.threads.run { _ in self.stop() }

@@ -22,6 +22,7 @@ import Testing
 
     @Test func storesContentAddressedObjectsDevicesCanRead() async throws {
         try await SeaweedFS.with { server in
+            try await server.createBucket("attache-test")
             let (store, engine) = try store(server)
             defer { engine.shutdown() }
             let bytes = Fixtures.bytes("photo.jpg")

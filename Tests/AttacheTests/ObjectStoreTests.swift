@@ -16,14 +16,14 @@ import Testing
     @Test func thePayloadsURLsAreObjectsHoldingTheValidatedBytes() async throws {
         try await SeaweedFS.with { server in
             let h = try Harness()
-            // A generous deadline: a fresh SeaweedFS grows its first volumes on the first write.
+            try await server.createBucket("campaigns")
             let e = try h.enrichment {
                 $0.objectStore = objectStore(server)
                 $0.deadline = .seconds(20)
             }
             defer { h.stop(e) }
             let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/animated.gif"}"#))
-            #expect(emission.outcome == .enriched)
+            #expect(emission.outcome == .enriched, "\(emission.report.json)")
             let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
             let url = try #require(entry["url"]?.stringValue)
             #expect(url.hasPrefix("\(server.endpoint)/campaigns/push/"))
@@ -58,6 +58,7 @@ import Testing
     /// finds the first one's result in the store and fetches nothing from the origin.
     @Test func aSecondReplicaFetchesNothing() async throws {
         try await SeaweedFS.with { server in
+            try await server.createBucket("campaigns")
             let h = try Harness()
             defer { h.stop() }
             func replica() throws -> Enrichment {

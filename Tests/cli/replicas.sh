@@ -29,8 +29,11 @@ mkdir -p "$tmp/weed"
 weed_pid=$!
 pids+=("$weed_pid")
 for _ in $(seq 120); do curl -s -o /dev/null "$s3/" && break; sleep 0.5; done
-# The bucket exists before the replicas start, as a real one would (readiness asks for it).
+# The bucket exists before the replicas start, as a real one would (readiness asks for it), and
+# has been written to once (SeaweedFS grows a bucket's volumes on its first write).
 curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" --user "$key:$secret" "$s3/media"
+curl -s -o /dev/null -X PUT --data-binary x -H "x-amz-content-sha256: $(printf x | sha256sum | cut -c1-64)" \
+  --aws-sigv4 "aws:amz:us-east-1:s3" --user "$key:$secret" "$s3/media/warm-up"
 
 # The origin: one that logs every request, to count fetches.
 oport=$(free_port)
