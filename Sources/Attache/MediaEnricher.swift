@@ -188,7 +188,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 let (cached, event) = try await cache.value(for: key) { workDeadline in
                     let deadline = workDeadline ?? deadline
                     // Another replica sharing the store may have made it already.
-                    let name = SharedResults.name(for: key), store = self.services.store
+                    let name = try SharedResults.name(for: key), store = self.services.store
                     if let record = await store.record(named: name, deadline: deadline),
                        let shared = SharedResults.decode(record, now: SharedResults.now(), timeToLive: cache.configuration.timeToLive) {
                         return shared
@@ -295,7 +295,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let storeOffset = since()
         let store = services.store
         let ext = rendered.format.fileExtension
-        let sha256 = rendered.original?.sha256 ?? SHA256.hex(rendered.main)
+        let sha256 = try rendered.original?.sha256 ?? SHA256.hex(rendered.main)
         let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
         let thumbnail = try await Self.put(rendered.thumbnail, in: store, deadline: deadline)
         let stored = (main, thumbnail)

@@ -12,8 +12,8 @@ import Glibc
 /// carries the time it was written and counts for the cache's time to live; failures are never
 /// recorded.
 enum SharedResults {
-    static func name(for key: String) -> String {
-        "\(SHA256.hex(Array(key.utf8))).json"
+    static func name(for key: String) throws -> String {
+        "\(try SHA256.hex(Array(key.utf8))).json"
     }
 
     static func now() -> Int { Int(time(nil)) }

@@ -15,7 +15,8 @@ public final class FetchedBody: @unchecked Sendable {
     public private(set) var count: Int = 0
     private let threshold: Int
     private let directory: String
-    private let hasher = SHA256()
+    /// Nil only if libcrypto could not make a context: the store then hashes the bytes itself.
+    private let hasher = try? SHA256()
 
     init(threshold: Int, directory: String) {
         self.threshold = threshold
@@ -27,11 +28,12 @@ public final class FetchedBody: @unchecked Sendable {
         memory = bytes
         count = bytes.count
         prefix = Array(bytes.prefix(512))
-        hasher.update(bytes)
+        hasher?.update(bytes)
     }
 
-    /// SHA-256 of the whole body, hex, computed as the bytes arrived (read once the transfer is done).
-    public var sha256: String { hasher.hex }
+    /// SHA-256 of the whole body, hex, computed as the bytes arrived (read once the transfer is
+    /// done); nil when it could not be.
+    public var sha256: String? { try? hasher?.hex }
 
     /// Reserves memory for a body whose length the server declared, when it will stay in memory,
     /// so it is not copied again and again as it grows.
@@ -43,7 +45,7 @@ public final class FetchedBody: @unchecked Sendable {
     func append(_ pointer: UnsafeRawBufferPointer) -> Bool {
         if prefix.count < 512 { prefix.append(contentsOf: pointer.prefix(512 - prefix.count)) }
         count += pointer.count
-        hasher.update(pointer)
+        hasher?.update(pointer)
         if fd < 0 && memory.count + pointer.count <= threshold {
             memory.append(contentsOf: pointer)
             return true

@@ -109,7 +109,7 @@ public struct S3Store: MediaStore {
 
     public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
         let key = "\(location.prefix)results/\(name)"
-        var request = signed(objectURL(key), .put, payloadSHA256: SHA256.hex(bytes))
+        var request = signed(objectURL(key), .put, payloadSHA256: try SHA256.hex(bytes))
         request.upload = bytes
         request.headers.append("Content-Type: application/json")
         do {
@@ -144,7 +144,8 @@ public struct S3Store: MediaStore {
         }
     }
 
-    static let emptySHA256 = SHA256.hex([])
+    /// SHA-256 of no bytes: the payload hash of HEAD and GET.
+    static let emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     private func signed(_ url: String, _ method: FetchRequest.Method, payloadSHA256: String) -> FetchRequest {
         var request = FetchRequest(url: url, maxBytes: 1 << 20)

@@ -2,14 +2,21 @@ import COpenSSL
 
 /// SHA-256 by OpenSSL (libcrypto's EVP interface), fed as bytes arrive: content-addressed names
 /// cost no second pass over a body, and none of its hand-written predecessor's copy to pad it.
-/// One hasher per body; not for use from two threads at once.
+/// One hasher per body; not for use from two threads at once. libcrypto failing (it can only run
+/// out of memory here) is an error for the caller, never a crash.
 public final class SHA256: @unchecked Sendable {
     private let context: OpaquePointer
     private var digest: [UInt8]?
 
-    public init() {
-        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
-            fatalError("libcrypto cannot make a SHA-256 context")  // only out of memory
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String { "libcrypto could not compute a SHA-256" }
+    }
+
+    public init() throws {
+        guard let context = EVP_MD_CTX_new() else { throw Failure() }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+            EVP_MD_CTX_free(context)
+            throw Failure()
         }
         self.context = context
     }
@@ -29,25 +36,27 @@ public final class SHA256: @unchecked Sendable {
     }
 
     /// The 32-byte digest (computed once; later calls return it again).
-    public func finalize() -> [UInt8] {
+    public func finalize() throws -> [UInt8] {
         if let digest { return digest }
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &out, &length)
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1, length == 32 else { throw Failure() }
         digest = out
         return out
     }
 
-    public var hex: String { Self.hex(digest: finalize()) }
-
-    public static func hash(_ data: [UInt8]) -> [UInt8] {
-        let hasher = SHA256()
-        hasher.update(data)
-        return hasher.finalize()
+    public var hex: String {
+        get throws { Self.hex(digest: try finalize()) }
     }
 
-    public static func hex(_ data: [UInt8]) -> String {
-        hex(digest: hash(data))
+    public static func hash(_ data: [UInt8]) throws -> [UInt8] {
+        let hasher = try SHA256()
+        hasher.update(data)
+        return try hasher.finalize()
+    }
+
+    public static func hex(_ data: [UInt8]) throws -> String {
+        hex(digest: try hash(data))
     }
 
     static func hex(digest: [UInt8]) -> String {

@@ -46,7 +46,7 @@ public enum BatchInput: Sendable {
                 if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }  // blank lines are not payloads
                 items.append(BatchItem(line: line, name: "\(path == "-" ? "stdin" : path):\(line)", bytes: text))
             }
-            return (items, BatchInputIdentity(path: path, size: bytes.count, head: Array(bytes.prefix(BatchInputIdentity.headBytes))))
+            return (items, try BatchInputIdentity(path: path, size: bytes.count, head: Array(bytes.prefix(BatchInputIdentity.headBytes))))
         case .directory(let path):
             let names = try Self.list(path).filter { $0.hasSuffix(".json") || $0.hasSuffix(".apns") }.sorted()
             // An entry that is not a regular file (a directory named `x.json`, a link to one, a
@@ -61,7 +61,7 @@ public enum BatchInput: Sendable {
             // A directory is identified by its payload files' names (their order is the batch's
             // order): its size is how many there are, its head the start of their list.
             let list = Array(names.joined(separator: "\n").utf8)
-            return (items, BatchInputIdentity(path: path, size: names.count, head: Array(list.prefix(BatchInputIdentity.headBytes))))
+            return (items, try BatchInputIdentity(path: path, size: names.count, head: Array(list.prefix(BatchInputIdentity.headBytes))))
         }
     }
 
@@ -80,10 +80,10 @@ public struct BatchInputIdentity: Sendable, Equatable {
     public var headSHA256: String
     public var shard: String?
 
-    init(path: String, size: Int, head: [UInt8]) {
+    init(path: String, size: Int, head: [UInt8]) throws {
         self.path = path
         self.size = size
-        self.headSHA256 = SHA256.hex(head)
+        self.headSHA256 = try SHA256.hex(head)
     }
 
     var json: JSONValue {
