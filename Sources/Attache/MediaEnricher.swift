@@ -297,18 +297,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let ext = rendered.format.fileExtension
         let sha256 = try rendered.original?.sha256 ?? SHA256.hex(rendered.main)
         let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
-        let thumbnail = try await Self.put(rendered.thumbnail, in: store, deadline: deadline)
+        var thumbnail: StoredMedia?
+        if let image = rendered.thumbnail {
+            thumbnail = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
+        }
         let stored = (main, thumbnail)
         update(index) {
             $0.timings.storeStart = storeOffset
             $0.timings.store = storeStart.duration(to: .now).milliseconds
         }
         return stored
-    }
-
-    private static func put(_ image: RenderedImage?, in store: any MediaStore, deadline: ContinuousClock.Instant) async throws -> StoredMedia? {
-        guard let image else { return nil }
-        return try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
     }
 
     /// What goes into the store and the attachment entry.

@@ -93,8 +93,7 @@ public final class FetchEngine: Sendable {
         /// Blocks the calling thread until open, or `timeout` has passed.
         func wait(timeout: Duration) {
             guard !state.withLock({ $0.open }) else { return }
-            let c = timeout.components
-            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(c.seconds) * 1_000_000_000 + Int(c.attoseconds / 1_000_000_000)))
+            _ = semaphore.wait(timeout: .now() + .milliseconds(Int(timeout.milliseconds)))
         }
 
         func wait() async {

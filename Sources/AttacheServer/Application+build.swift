@@ -47,7 +47,8 @@ func buildRouter(
     EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
         .register(on: guarded)
     let health = HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory,
-                                  minimumFreeBytes: configuration.minimumFreeBytes, registry: registry)
+                                  minimumFreeBytes: configuration.minimumFreeBytes, storeIsLocal: configuration.servesMedia,
+                                  registry: registry)
     health.register(on: router)
     health.registerMetrics(on: guarded)
     // With an object store, devices read the bucket (or its CDN): there is nothing to serve here.

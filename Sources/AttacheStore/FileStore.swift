@@ -12,17 +12,14 @@ public struct FileStore: MediaStore {
     /// Where files are written before they are renamed in (a process's `ScratchSpace` on the same
     /// filesystem, so nothing half-written is ever left among the stored names); nil: beside them.
     public let tempDirectory: String?
-    /// Free space under which the store counts as full (the largest attachment it may take).
-    public let minimumFreeBytes: Int
     /// Writes and fsyncs block: they run here, not on the caller's thread.
     let pool: BlockingPool
 
     public init(directory: String, publicBaseURL: String? = nil, tempDirectory: String? = nil,
-                minimumFreeBytes: Int = 50_000_000, pool: BlockingPool = .shared) throws {
+                pool: BlockingPool = .shared) throws {
         self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
         self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.tempDirectory = tempDirectory
-        self.minimumFreeBytes = minimumFreeBytes
         self.pool = pool
         try Self.makeDirectories(self.directory)
     }
@@ -50,7 +47,7 @@ public struct FileStore: MediaStore {
     }
 
     /// The same, on the calling thread.
-    public func putNow(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?) throws -> StoredMedia {
+    func putNow(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?) throws -> StoredMedia {
         let name = "\(sha256).\(fileExtension)"
         let path = "\(directory)/\(name)"
         if access(path, F_OK) != 0 {
@@ -84,24 +81,10 @@ public struct FileStore: MediaStore {
         }
     }
 
+    /// Writable is all a directory can say of itself; how much room is enough is the caller's
+    /// call (the service's `/readyz` asks for the largest attachment).
     public func unavailability() async -> String? {
-        guard Self.writable(directory) else { return "media directory not writable" }
-        guard Self.freeBytes(directory) >= minimumFreeBytes else { return "media directory full" }
-        return nil
-    }
-
-    /// Bytes an unprivileged writer may still use on the directory's filesystem.
-    public static func freeBytes(_ directory: String) -> Int {
-        var info = statvfs()
-        guard statvfs(directory, &info) == 0 else { return 0 }
-        return Int(info.f_bavail) * Int(info.f_frsize)
-    }
-
-    static func writable(_ directory: String) -> Bool {
-        guard let (fd, path) = makeTempFile(in: directory, prefix: ".ready") else { return false }
-        close(fd)
-        unlink(path)
-        return true
+        isWritableDirectory(directory) ? nil : "media directory not writable"
     }
 
     public static func makeDirectories(_ path: String) throws {

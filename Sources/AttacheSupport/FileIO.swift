@@ -138,6 +138,24 @@ private func parentDirectory(_ path: String) -> String {
     path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
 }
 
+/// Whether a file can be made in the directory now (one is made and removed; a missing directory
+/// is not made).
+public func isWritableDirectory(_ path: String) -> Bool {
+    var template = Array("\(path)/.ready-XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { return false }
+    close(fd)
+    template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    return true
+}
+
+/// Bytes an unprivileged writer may still use on the directory's filesystem.
+public func freeBytes(on directory: String) -> Int {
+    var info = statvfs()
+    guard statvfs(directory, &info) == 0 else { return 0 }
+    return Int(info.f_bavail) * Int(info.f_frsize)
+}
+
 /// Makes a directory and every missing one above it (mode 0755), as `mkdir -p`.
 public func makeDirectories(_ path: String) throws {
     var current = path.hasPrefix("/") ? "" : "."

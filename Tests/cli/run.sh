@@ -123,23 +123,24 @@ check "large fetches leave no temp file (found $left files)" "[ $left -eq 0 ]"
 # store-failed), the original goes out, and nothing is left on the disk. A 2 MB tmpfs in a mount
 # namespace of its own, so no exit path has anything to unmount.
 mkdir -p "$tmp/full"
+# Enriches payload $2 with the media directory on a tmpfs of size $1, in a mount namespace of its
+# own; leaves $2-report.json, $2-out, $2-code (exit status) and $2-left (files left on the tmpfs).
+enrich_on_small_disk() {
+  unshare --mount --map-root-user sh -c '
+    mount -t tmpfs -o size="$1" tmpfs "$2" || exit 97
+    "$3" enrich "$4.json" --allow-address 127.0.0.1/32 --media-dir "$2/media" --report "$4-report.json" > "$4-out" 2> /dev/null
+    echo $? > "$4-code"
+    find "$2" -type f | wc -l > "$4-left"' sh "$1" "$tmp/full" "$bin" "$2"
+}
 echo "{\"aps\":{\"alert\":\"f\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port2/big.jpg?n=full\"}" > "$tmp/full.json"
-unshare --mount --map-root-user sh -c '
-  mount -t tmpfs -o size=2m tmpfs "$1" || exit 97
-  "$2" enrich "$3" --allow-address 127.0.0.1/32 --media-dir "$1/media" --report "$4" > "$5" 2> /dev/null
-  echo $? > "$6"
-  find "$1" -type f | wc -l > "$7"' sh "$tmp/full" "$bin" "$tmp/full.json" "$tmp/full-report.json" "$tmp/full-out" "$tmp/full-code" "$tmp/full-left"
+enrich_on_small_disk 2m "$tmp/full"
 check "a full disk: exit 0 with the original" "[ \"\$(cat $tmp/full-code)\" = 0 ] && cmp -s $tmp/full.json $tmp/full-out"
 check "a full disk while downloading is fetch-failed" "grep -q '\"reason\":\"fetch-failed\"' $tmp/full-report.json"
 check "a full disk: no file left on it" "[ \"\$(cat $tmp/full-left)\" = 0 ]"
 # A disk with room for the directories but not the renditions: store-failed, nothing left.
 cp Samples/media/photo.jpg "$tmp/big/photo.jpg"
 sed "s|big.jpg?n=full|photo.jpg|" "$tmp/full.json" > "$tmp/full2.json"
-unshare --mount --map-root-user sh -c '
-  mount -t tmpfs -o size=16k tmpfs "$1" || exit 97
-  "$2" enrich "$3" --allow-address 127.0.0.1/32 --media-dir "$1/media" --report "$4" > "$5" 2> /dev/null
-  echo $? > "$6"
-  find "$1" -type f | wc -l > "$7"' sh "$tmp/full" "$bin" "$tmp/full2.json" "$tmp/full2-report.json" "$tmp/full2-out" "$tmp/full2-code" "$tmp/full2-left"
+enrich_on_small_disk 16k "$tmp/full2"
 check "no room to store: exit 0 with the original" "[ \"\$(cat $tmp/full2-code)\" = 0 ] && cmp -s $tmp/full2.json $tmp/full2-out"
 check "no room to store is store-failed" "grep -q '\"reason\":\"store-failed\"' $tmp/full2-report.json"
 check "no room to store: no file left" "[ \"\$(cat $tmp/full2-left)\" = 0 ]"
