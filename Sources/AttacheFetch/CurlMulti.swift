@@ -57,6 +57,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// How much of `request.upload` curl has read.
     private var uploaded = 0
+    /// The open file of an `.file` upload.
+    private var uploadFile: Int32 = -1
     private var continuation: CheckedContinuation<FetchResult, any Error>?
 
     // Set by callbacks on the engine thread.
@@ -86,6 +88,7 @@ final class CurlTransfer: @unchecked Sendable {
         if let easy { attache_curl_easy_cleanup(easy) }
         if let resolveList { attache_curl_slist_free_all(resolveList) }
         if let headerList { attache_curl_slist_free_all(headerList) }
+        if uploadFile >= 0 { close(uploadFile) }
     }
 
     func attach(_ continuation: CheckedContinuation<FetchResult, any Error>) {
@@ -177,9 +180,8 @@ final class CurlTransfer: @unchecked Sendable {
         case .get: break
         case .head: try setLong(CURLOPT_NOBODY, 1)
         case .put:
-            let body = request.upload ?? []
             try setLong(CURLOPT_UPLOAD, 1)
-            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(body.count)), "setopt")
+            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(try openUpload())), "setopt")
             try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
             try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
             // curl's own `Expect: 100-continue` stays: removing it ("Expect:") leaves it among
@@ -199,16 +201,41 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// The next piece of the upload (engine thread).
-    func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let upload = request.upload else { return 0 }
-        let n = min(buffer.count, upload.count - uploaded)
-        guard n > 0 else { return 0 }
-        upload.withUnsafeBytes { source in
-            buffer.baseAddress!.copyMemory(from: source.baseAddress! + uploaded, byteCount: n)
+    /// The upload's length; opens its file, if it is one.
+    private func openUpload() throws -> Int {
+        switch request.upload {
+        case nil: return 0
+        case .bytes(let bytes): return bytes.count
+        case .file(let path):
+            uploadFile = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            var info = stat()
+            guard uploadFile >= 0, fstat(uploadFile, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                throw FetchError(.fetchFailed, "cannot read the upload \(path)")
+            }
+            return Int(info.st_size)
         }
-        uploaded += n
-        return n
+    }
+
+    /// The next piece of the upload (engine thread); `CURL_READFUNC_ABORT` when its file cannot
+    /// be read.
+    func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        switch request.upload {
+        case nil: return 0
+        case .bytes(let upload):
+            let n = min(buffer.count, upload.count - uploaded)
+            guard n > 0 else { return 0 }
+            upload.withUnsafeBytes { source in
+                buffer.baseAddress!.copyMemory(from: source.baseAddress! + uploaded, byteCount: n)
+            }
+            uploaded += n
+            return n
+        case .file:
+            while true {
+                let n = read(uploadFile, buffer.baseAddress, buffer.count)
+                if n >= 0 { uploaded += n; return n }
+                if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
+            }
+        }
     }
 
     /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL

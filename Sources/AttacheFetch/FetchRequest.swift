@@ -31,7 +31,7 @@ public struct FetchRequest: Sendable {
     /// Extra request headers, `Name: value`.
     public var headers: [String] = []
     /// The body of a PUT.
-    public var upload: [UInt8]?
+    public var upload: Upload?
     /// Signs the request with AWS Signature V4 (libcurl's `CURLOPT_AWS_SIGV4`).
     public var signature: AWSSignature?
     /// Media follows redirects (each hop judged); an object store's answer is final.
@@ -39,6 +39,14 @@ public struct FetchRequest: Sendable {
 
     public enum Method: String, Sendable {
         case get = "GET", head = "HEAD", put = "PUT"
+    }
+
+    public enum Upload: Sendable {
+        case bytes([UInt8])
+        /// A file sent as curl asks for it, never read whole into memory (a spilled body of tens
+        /// of MB). Opened when the transfer starts, without following a symbolic link; its size
+        /// then is the request's Content-Length.
+        case file(String)
     }
 
     public init(

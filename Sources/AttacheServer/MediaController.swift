@@ -32,13 +32,14 @@ struct MediaController: Sendable {
         guard let name = context.parameters.get("name"), let (hash, ext) = Self.validName(name) else {
             throw HTTPError(.notFound)
         }
-        let path = "\(directory)/\(name)"
-        let bytes: [UInt8]
+        let file: RegularFile
         do {
-            bytes = try await NIOThreadPool.singleton.runIfActive { try readRegularFile(path) }
+            let path = "\(directory)/\(name)"
+            file = try await NIOThreadPool.singleton.runIfActive { try RegularFile(path) }
         } catch {
             throw HTTPError(.notFound)
         }
+        let size = file.size
         var headers = HTTPFields()
         headers[.contentType] = Self.types[String(ext)]
         headers[.eTag] = "\"\(hash)\""
@@ -50,19 +51,44 @@ struct MediaController: Sendable {
             return Response(status: .notModified, headers: headers)
         }
         var status = HTTPResponse.Status.ok
-        var slice = bytes[...]
-        if let range = request.headers[.range] {
-            guard let r = Self.byteRange(range, size: bytes.count) else {
-                headers[.contentRange] = "bytes */\(bytes.count)"
+        var range = 0..<size
+        if let header = request.headers[.range] {
+            guard let r = Self.byteRange(header, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
                 return Response(status: .rangeNotSatisfiable, headers: headers)
             }
             status = .partialContent
-            slice = bytes[r]
-            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(bytes.count)"
+            range = r
+            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(size)"
         }
-        headers[.contentLength] = String(slice.count)
-        let body: ResponseBody = head ? .init() : .init(byteBuffer: ByteBuffer(bytes: slice))
-        return Response(status: status, headers: headers, body: body)
+        headers[.contentLength] = String(range.count)
+        guard !head, !range.isEmpty else { return Response(status: status, headers: headers) }
+        return Response(status: status, headers: headers, body: Self.stream(file, range: range))
+    }
+
+    /// The range read and sent in 128 KiB pieces as the client takes them, never the whole file
+    /// in memory (a stored video may be 50 MB); reads run on NIO's thread pool. (NIO's own
+    /// `FileSystem` is not used: it cannot open without blocking, and a FIFO planted in the media
+    /// directory would hold a pool thread forever.) Stored files are never rewritten — the name is
+    /// the hash of the bytes — so the size measured at open holds.
+    static func stream(_ file: RegularFile, range: Range<Int>) -> ResponseBody {
+        ResponseBody(contentLength: range.count) { writer in
+            var offset = range.lowerBound
+            while offset < range.upperBound {
+                let length = min(128 * 1024, range.upperBound - offset), at = offset
+                let chunk = try await NIOThreadPool.singleton.runIfActive {
+                    var buffer = ByteBufferAllocator().buffer(capacity: length)
+                    let n = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { pointer in
+                        try file.read(at: at, into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<length]))
+                    }
+                    guard n == length else { throw FileReadError(description: "\(file.path) is shorter than it was") }
+                    return buffer
+                }
+                try await writer.write(chunk)
+                offset += length
+            }
+            try await writer.finish(nil)
+        }
     }
 
     /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when unsatisfiable or malformed.

@@ -85,7 +85,8 @@ public struct S3Store: MediaStore {
         let stored = StoredMedia(name: "\(sha256).\(fileExtension)", url: "\(publicBaseURL)/\(key)")
         if try await exists(key, deadline: deadline) { return stored }
         var request = signed(objectURL(key), .put, payloadSHA256: sha256)
-        request.upload = bytes
+        // A body spilled to a file is sent from it in curl's pieces, not from a copy in memory.
+        request.upload = file.map { .file($0) } ?? .bytes(bytes)
         request.headers += [
             "Content-Type: \(StoredMedia.contentTypes[fileExtension] ?? "application/octet-stream")",
             "Cache-Control: \(StoredMedia.cacheControl)",
@@ -110,7 +111,7 @@ public struct S3Store: MediaStore {
     public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
         let key = "\(location.prefix)results/\(name)"
         var request = signed(objectURL(key), .put, payloadSHA256: try SHA256.hex(bytes))
-        request.upload = bytes
+        request.upload = .bytes(bytes)
         request.headers.append("Content-Type: application/json")
         do {
             let result = try await engine.fetch(request, deadline: deadline)

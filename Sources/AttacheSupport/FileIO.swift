@@ -50,14 +50,47 @@ public func readFile(_ path: String) throws -> [UInt8] {
 /// link (what a server hands out of a directory: a link planted there must not serve
 /// `/etc/passwd`). Never blocks on a FIFO, never reads a directory.
 public func readRegularFile(_ path: String, followingLinks: Bool = false) throws -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
-    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-        throw FileReadError(description: "\(path) is not a regular file")
+    let file = try RegularFile(path, followingLinks: followingLinks)
+    return try readAll(fd: file.fd, name: path)
+}
+
+/// An open regular file, closed when the last reference goes (a response body that is never
+/// sent must not leak its descriptor). Opened as `readRegularFile` opens it.
+public final class RegularFile: Sendable {
+    public let fd: Int32
+    public let size: Int
+    public let path: String
+
+    public init(_ path: String, followingLinks: Bool = false) throws {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FileReadError(description: "\(path) is not a regular file")
+        }
+        self.fd = fd
+        self.size = Int(info.st_size)
+        self.path = path
     }
-    return try readAll(fd: fd, name: path)
+
+    /// Fills `buffer` from `offset` (fewer bytes only at the end of the file); blocks, so it runs
+    /// on a thread pool.
+    public func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var count = 0
+        while count < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(offset + count))
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            count += n
+        }
+        return count
+    }
+
+    deinit {
+        close(fd)
+    }
 }
 
 /// Writes all of `buffer`, retrying short writes and EINTR; false when the descriptor fails.
@@ -113,17 +146,23 @@ public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory:
 /// data is fsynced, the new name made with link(2) — no byte copied, and an existing name is left
 /// as it is (same content, by construction) — and the directory fsynced.
 public func linkFileDurably(_ source: String, to path: String) throws {
-    let fd = open(source, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw FileReadError(description: "cannot open \(source): \(String(cString: strerror(errno)))") }
-    let synced = fsync(fd) == 0
-    let error = errno
-    close(fd)
-    guard synced else { throw FileReadError(description: "cannot sync \(source): \(String(cString: strerror(error)))") }
+    try syncFile(source)
     guard link(source, path) == 0 || errno == EEXIST else {
         throw FileReadError(description: "cannot link \(path): \(String(cString: strerror(errno)))")
     }
     chmod(path, 0o644)
     try syncDirectory(parentDirectory(path))
+}
+
+/// fsync on a file written earlier: its data survives a power cut (its name needs its directory
+/// synced too).
+public func syncFile(_ path: String) throws {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    let synced = fsync(fd) == 0
+    let error = errno
+    close(fd)
+    guard synced else { throw FileReadError(description: "cannot sync \(path): \(String(cString: strerror(error)))") }
 }
 
 /// fsync on a directory: its entries (a rename, a link) survive a power cut.

@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
 import AttacheServer
+import AttacheSupport
 import AttacheTesting
 import HTTPTypes
 import Hummingbird
@@ -180,6 +181,30 @@ let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"imag
             }
             for bad in ["/media/..%2F..%2Fetc%2Fpasswd", "/media/\(hash).exe", "/media/\(String(repeating: "0", count: 64)).jpg", "/media/x.jpg"] {
                 try await client.execute(uri: bad, method: .get) { r in #expect(r.status == .notFound) }
+            }
+        }
+    }
+
+    /// A file of several read chunks comes out whole and in order, and a range from its middle is
+    /// those bytes exactly.
+    @Test func largeMediaIsStreamedWholeAndInRanges() async throws {
+        let h = try ServiceHarness()
+        defer { h.stop() }
+        let bytes = (0..<(5 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) }
+        let name = "\(try SHA256.hex(bytes)).mp4"
+        try writeFileAtomically("\(h.mediaDirectory)/\(name)", bytes)
+        try await h.app.test(.router) { client in
+            try await client.execute(uri: "/media/\(name)", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.contentLength] == String(bytes.count))
+                #expect(Array(buffer: r.body) == bytes)
+            }
+            try await client.execute(uri: "/media/\(name)", method: .get, headers: [.range: "bytes=3000000-3200000"]) { r in
+                #expect(r.status == .partialContent)
+                #expect(Array(buffer: r.body) == Array(bytes[3_000_000...3_200_000]))
+            }
+            try await client.execute(uri: "/media/\(name)", method: .get, headers: [.range: "bytes=-5"]) { r in
+                #expect(Array(buffer: r.body) == Array(bytes.suffix(5)))
             }
         }
     }

@@ -38,6 +38,26 @@ import Testing
         }
     }
 
+    /// A body spilled to a file is uploaded from the file: the bytes handed in are not what is
+    /// sent (here, deliberately, none), and a file that is not there fails the write.
+    @Test func aSpilledBodyIsUploadedFromItsFile() async throws {
+        try await SeaweedFS.with { server in
+            try await server.createBucket("attache-test")
+            let (store, engine) = try store(server)
+            defer { engine.shutdown() }
+            let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) }
+            let file = try makeTempDirectory() + "/body"
+            try writeFileAtomically(file, bytes)
+            let stored = try await store.put([], fileExtension: "gif", sha256: try SHA256.hex(bytes), file: file,
+                                             deadline: .now + .seconds(10))
+            #expect(try await download(stored.url).body.readAll() == bytes)
+            await #expect(throws: StoreError.self) {
+                try await store.put([], fileExtension: "gif", sha256: try SHA256.hex([1]), file: file + ".gone",
+                                    deadline: .now + .seconds(10))
+            }
+        }
+    }
+
     @Test func aWrongSecretIsRefusedAndNothingIsStored() async throws {
         try await SeaweedFS.with { server in
             let (store, engine) = try store(server, secret: "not-the-secret")

@@ -5,35 +5,14 @@
 # store stopped, a new URL is store-failed within the deadline (+ 1 s); /media is off.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-weed=${ATTACHE_WEED:-.build/tools/bin/weed}
+source "$(dirname "$0")/seaweedfs.sh"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-[ -x "$weed" ] || { echo "FAIL: no SeaweedFS at $weed: run make test-deps"; exit 1; }
 
-# The store: SeaweedFS on free loopback ports, a writer identity and anonymous reads.
-read -r -a p <<< "$(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(8)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
-key=AKIDREPLICAS secret=replicas-secret s3=http://127.0.0.1:${p[6]}
-cat > "$tmp/s3.json" <<JSON
-{"identities": [{"name": "attache", "credentials": [{"accessKey": "$key", "secretKey": "$secret"}],
-  "actions": ["Admin", "Read", "Write", "List", "Tagging"]}, {"name": "anonymous", "actions": ["Read"]}]}
-JSON
-mkdir -p "$tmp/weed"
-"$weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$tmp/weed" -master.port="${p[0]}" -master.port.grpc="${p[1]}" \
-  -volume.port="${p[2]}" -volume.port.grpc="${p[3]}" -filer.port="${p[4]}" -filer.port.grpc="${p[5]}" \
-  -s3 -s3.port="${p[6]}" -s3.port.grpc="${p[7]}" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$tmp/s3.json" \
-  -master.volumeSizeLimitMB=64 -volume.max=8 > "$tmp/weed.log" 2>&1 &
-weed_pid=$!
+# The store, with its bucket made before the replicas start, as a real one would be (readiness
+# asks for it).
+start_seaweedfs "$tmp/weed" media || { echo "FAIL: no SeaweedFS"; exit 1; }
 pids+=("$weed_pid")
-for _ in $(seq 120); do curl -s -o /dev/null "$s3/" && break; sleep 0.5; done
-# The bucket exists before the replicas start, as a real one would (readiness asks for it), and
-# has been written to once (SeaweedFS grows a bucket's volumes on its first write).
-curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" --user "$key:$secret" "$s3/media"
-curl -s -o /dev/null -X PUT --data-binary x -H "x-amz-content-sha256: $(printf x | sha256sum | cut -c1-64)" \
-  --aws-sigv4 "aws:amz:us-east-1:s3" --user "$key:$secret" "$s3/media/warm-up"
 
 # The origin: one that logs every request, to count fetches.
 oport=$(free_port)

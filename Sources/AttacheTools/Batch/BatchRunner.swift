@@ -43,6 +43,8 @@ public struct BatchProgress: Sendable {
     public var outcomes: [String: Int] = [:]
     public var reasons: [String: Int] = [:]
     public var elapsed: Duration = .zero
+    /// How many times the outputs were synced to disk and the ledger lines they cover written.
+    public var commits = 0
 
     public var rate: Double {
         let seconds = elapsed.seconds
@@ -98,6 +100,8 @@ public struct BatchRunner: Sendable {
         progress(state)
         var lastProgress = ContinuousClock.now
 
+        var commit = LedgerCommit(outputDirectory: configuration.outputIsDirectory ? configuration.output : nil,
+                                  outputs: [output, rejects].compactMap { $0 }, ledger: report)
         let pending = Array(items.dropFirst(state.done))
         try await withThrowingTaskGroup(of: (Int, Answer).self) { group in
             var next = 0
@@ -110,13 +114,15 @@ public struct BatchRunner: Sendable {
             while let (index, answer) = try await group.next() {
                 ready[index] = answer
                 while let answer = ready.removeValue(forKey: written) {
-                    let line = try write(pending[written], answer, identity: recordIdentity ? identity : nil,
-                                         output: output, rejects: rejects, report: report)
+                    let (line, file) = try write(pending[written], answer, identity: recordIdentity ? identity : nil,
+                                                 output: output, rejects: rejects)
+                    commit.add(line, file: file)
                     recordIdentity = false
                     tally(line, into: &state)
                     state.done += 1
                     written += 1
                 }
+                if commit.isDue { try commit.flush(); state.commits += 1 }
                 if next < pending.count {
                     group.addTask(operation: Self.enrich(pending[next], index: next, with: enrichment))
                     next += 1
@@ -129,6 +135,7 @@ public struct BatchRunner: Sendable {
                 }
             }
         }
+        if try commit.flush(final: true) { state.commits += 1 }
         state.elapsed = start.duration(to: .now)
         progress(state)
         return state
@@ -157,11 +164,12 @@ public struct BatchRunner: Sendable {
         }
     }
 
-    /// Writes one answer: the payload (output), then its ledger line (report), so a crash between
-    /// the two is undone on resume by cutting the output back to the ledger. The ledger's first
-    /// entry also says what the input was (`input`).
+    /// Writes one answer — the payload (output) or the rejected line — and returns its ledger
+    /// line (and the output file, in a directory) for `LedgerCommit`, which writes it once the
+    /// output is on disk. The ledger's first entry also says what the input was (`input`).
     private func write(_ item: BatchItem, _ answer: Answer, identity: BatchInputIdentity?,
-                       output: LineFile?, rejects: LineFile, report: LineFile) throws -> [UInt8] {
+                       output: LineFile?, rejects: LineFile) throws -> (line: [UInt8], file: String?) {
+        var file: String?
         var entry = JSONObject()
         entry["line"] = .int(item.line)
         entry["source"] = .string(item.name)
@@ -169,6 +177,7 @@ public struct BatchRunner: Sendable {
         switch answer {
         case .emitted(let emission):
             if configuration.outputIsDirectory {
+                file = "\(configuration.output)/\(item.name)"
                 try writeFileAtomically("\(configuration.output)/\(item.name)", emission.bytes)
             } else {
                 try output?.append(Self.oneLine(emission.bytes))
@@ -189,9 +198,7 @@ public struct BatchRunner: Sendable {
             entry["reason"] = .string(error.code.description)
             entry["message"] = .string(error.message)
         }
-        let line = JSONWriter.bytes(.object(entry))
-        try report.append(line)
-        return line
+        return (JSONWriter.bytes(.object(entry)), file)
     }
 
     /// JSON Lines needs one line per payload: a payload with raw line breaks (pretty-printed, from
@@ -210,5 +217,48 @@ public struct BatchRunner: Sendable {
         guard let entry = (try? JSONParser().parse(line))?.objectValue else { return }
         if let outcome = entry["outcome"]?.stringValue { state.outcomes[outcome, default: 0] += 1 }
         if let reason = entry["reason"]?.stringValue { state.reasons[reason, default: 0] += 1 }
+    }
+}
+
+/// Ledger lines wait until the outputs they cover are on disk: after a crash or a power cut the
+/// ledger never names a payload whose output is gone (resume cuts outputs back to the ledger, so
+/// an output ahead of it costs only a redo). One fsync per many lines — every 512 lines or every
+/// second, and at the end — not one per payload.
+struct LedgerCommit {
+    /// Where one file per payload goes (synced with its directory), or nil for JSON Lines.
+    let outputDirectory: String?
+    let outputs: [LineFile]
+    let ledger: LineFile
+    private var lines: [[UInt8]] = []
+    private var files: [String] = []
+    private var last = ContinuousClock.now
+
+    init(outputDirectory: String?, outputs: [LineFile], ledger: LineFile) {
+        self.outputDirectory = outputDirectory
+        self.outputs = outputs
+        self.ledger = ledger
+    }
+
+    mutating func add(_ line: [UInt8], file: String?) {
+        lines.append(line)
+        if let file { files.append(file) }
+    }
+
+    var isDue: Bool { lines.count >= 512 || (!lines.isEmpty && ContinuousClock.now - last >= .seconds(1)) }
+
+    /// Syncs the outputs, then writes the waiting ledger lines; `final` syncs the ledger too.
+    /// Returns whether there was anything to commit.
+    @discardableResult
+    mutating func flush(final: Bool = false) throws -> Bool {
+        guard !lines.isEmpty else { return false }
+        for output in outputs { try output.sync() }
+        for file in files { try syncFile(file) }
+        if let outputDirectory, !files.isEmpty { try syncDirectory(outputDirectory) }
+        try ledger.append(contentsOf: lines)
+        if final { try ledger.sync() }
+        lines = []
+        files = []
+        last = .now
+        return true
     }
 }

@@ -33,8 +33,21 @@ final class LineFile {
     private(set) var lines: [[UInt8]]
 
     func append(_ line: [UInt8]) throws {
-        let bytes = line + [0x0A]
+        try append(contentsOf: [line])
+    }
+
+    /// Several lines in one `write`.
+    func append(contentsOf lines: [[UInt8]]) throws {
+        guard !lines.isEmpty else { return }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
+        for line in lines { bytes += line; bytes.append(0x0A) }
         guard bytes.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { throw BatchError("cannot write \(path)") }
+    }
+
+    /// What was written is on disk.
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw BatchError("cannot sync \(path)") }
     }
 
     deinit {
