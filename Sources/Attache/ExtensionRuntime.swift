@@ -44,6 +44,13 @@ public struct Emission: Sendable {
     public var report: EnrichReport
     public var outcome: Outcome { report.outcome }
     public var reason: Reason? { report.reason }
+
+    /// `outcome; reason=…`: the service's `Attache-Outcome` header and the worker's message header.
+    public var outcomeHeader: String { Self.outcomeHeader(outcome, reason) }
+
+    public static func outcomeHeader(_ outcome: Outcome, _ reason: Reason?) -> String {
+        outcome.rawValue + (reason.map { "; reason=\($0)" } ?? "")
+    }
 }
 
 /// Runs an extension on one payload under one deadline, like iOS runs an NSE: whatever the

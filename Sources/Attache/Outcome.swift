@@ -21,7 +21,7 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case payloadTooLarge = "payload-too-large", keyConflict = "key-conflict", noMedia = "no-media"
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
         case clientGone = "client-gone", interrupted, ambiguousPayload = "ambiguous-payload"
-        case extensionFailed = "extension-failed"
+        case extensionFailed = "extension-failed", invalidPayload = "invalid-payload"
     }
     private let base: Base
     private init(base: Base) { self.base = base }
@@ -53,6 +53,10 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// An extension could not make its content (a sample: the ciphertext did not open): the
     /// original goes out.
     public static let extensionFailed = Reason(base: .extensionFailed)
+
+    /// A queue message that is not a JSON object: the worker sends its bytes on as they came (the
+    /// HTTP service answers 400 instead; it has a caller to tell).
+    public static let invalidPayload = Reason(base: .invalidPayload)
 
     /// The reason for a fetch error; a body the media policy refused has the media's reason.
     /// Exhaustive: a new fetch code does not compile until it has its reason here.

@@ -46,3 +46,19 @@ enum ServerLauncher {
         return path[..<slash] + "/" + name
     }
 }
+
+/// `attache worker` is attache-serve's worker: see `Serve` for why it is another executable.
+struct Worker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Take payloads off a NATS JetStream stream and publish one enriched payload per payload.",
+        discussion: "Runs `attache-serve worker` from the directory of attache (else from PATH); `attache worker --help` lists its options."
+    )
+
+    @Argument(parsing: .captureForPassthrough, help: "Options of the worker.")
+    var arguments: [String] = []
+
+    func run() throws {
+        ServerLauncher.exec(["worker"] + arguments)
+    }
+}

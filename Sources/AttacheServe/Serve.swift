@@ -14,7 +14,6 @@ internal import CMalloc
 import Glibc
 #endif
 
-@main
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache serve",
@@ -41,14 +40,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Bearer token for /v1/* and /metrics; repeatable for rotation [ATTACHE_TOKENS, comma-separated].")
     var token: [String] = []
 
-    @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
-    var cacheTTL: Duration?
-
-    @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
-    var cacheEntries: Int?
-
-    @Option(help: "Warm-through: how long a media's download and render may go on after its payload's deadline passed, so the next payloads find it cached [ATTACHE_WARM_THROUGH, default 30s; 0 turns it off].", transform: parseDuration)
-    var warmThrough: Duration?
+    @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
 
     @Option(help: "Time a connection has to send a request's headers, from its start [ATTACHE_HEADER_TIMEOUT, default 10s].", transform: parseDuration)
     var headerTimeout: Duration?
@@ -67,21 +59,10 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
-    enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
-
     func run() async throws {
-        // Every setting the flags leave out comes from the environment, read through
-        // swift-configuration; a bad value is an error here, at start, naming the variable.
-        let settings = Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())))
-        let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
-        bootstrapLogging(level: .info, json: format == .json)
-        // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
-        // glibc would otherwise raise its threshold after the first frees and keep them in
-        // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
-        _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+        let settings = Settings.fromEnvironment
+        let registry = try bootstrapProcess(settings, logFormat: logFormat)
         let logger = Logger(label: "attache.server")
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
         var server = ServerConfiguration()
         server.host = settings.string(host, "ATTACHE_HOST") ?? server.host
@@ -99,12 +80,7 @@ struct Serve: AsyncParsableCommand {
         server.defaultDeadline = options.deadline
         server.mediaDirectory = options.mediaDirectory
         server.servesMedia = options.objectStore == nil
-        let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
-        if ttl > .zero {
-            let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)
-            let warm = try settings.duration(warmThrough, "ATTACHE_WARM_THROUGH", option: "--warm-through", default: .seconds(30), positive: false)
-            options.cache = MediaCache.Configuration(timeToLive: ttl, maxEntries: entries, warmThrough: warm > .zero ? warm : nil)
-        }
+        options.cache = try cache.configuration(settings)
 
         let enrichment = try Enrichment(options: options, logger: logger)
         let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
@@ -118,6 +94,49 @@ struct Serve: AsyncParsableCommand {
         ))
         try await group.run()
         logger.info("attache serve stopped")
+    }
+}
+
+enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+/// What the service and the worker set up first: logging, the allocator, Prometheus.
+func bootstrapProcess(_ settings: Settings, logFormat: LogFormat?) throws -> PrometheusCollectorRegistry {
+    let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
+    bootstrapLogging(level: .info, json: format == .json)
+    // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
+    // glibc would otherwise raise its threshold after the first frees and keep them in
+    // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
+    _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    return registry
+}
+
+/// The media cache of the long-running commands (the service, the worker).
+struct CacheOptionGroup: ParsableArguments {
+    @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
+    var cacheTTL: Duration?
+
+    @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
+    var cacheEntries: Int?
+
+    @Option(help: "Warm-through: how long a media's download and render may go on after its payload's deadline passed, so the next payloads find it cached [ATTACHE_WARM_THROUGH, default 30s; 0 turns it off].", transform: parseDuration)
+    var warmThrough: Duration?
+
+    func configuration(_ settings: Settings) throws -> MediaCache.Configuration? {
+        let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
+        guard ttl > .zero else { return nil }
+        let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)
+        let warm = try settings.duration(warmThrough, "ATTACHE_WARM_THROUGH", option: "--warm-through", default: .seconds(30), positive: false)
+        return MediaCache.Configuration(timeToLive: ttl, maxEntries: entries, warmThrough: warm > .zero ? warm : nil)
+    }
+}
+
+extension Settings {
+    /// Every setting the flags leave out comes from the environment, read through
+    /// swift-configuration; a bad value is an error at start, naming the variable.
+    static var fromEnvironment: Settings {
+        Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())))
     }
 }
 

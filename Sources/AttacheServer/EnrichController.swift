@@ -71,7 +71,7 @@ struct EnrichController: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.requestID] = id
-        headers[.attacheOutcome] = emission.outcome.rawValue + (emission.reason.map { "; reason=\($0)" } ?? "")
+        headers[.attacheOutcome] = emission.outcomeHeader
         headers[.serverTiming] = Self.serverTiming(emission.report)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: emission.bytes)))
     }

@@ -33,6 +33,11 @@ struct HealthController: Sendable {
     }
 
     func registerMetrics(on router: some RouterMethods<AttacheRequestContext>) {
+        Self.registerMetrics(registry, on: router)
+    }
+
+    /// Prometheus's text format; 404 without a registry.
+    static func registerMetrics(_ registry: PrometheusCollectorRegistry?, on router: some RouterMethods<AttacheRequestContext>) {
         router.get("/metrics") { _, _ in
             guard let registry else { throw HTTPError(.notFound) }
             var headers = HTTPFields()

@@ -10,7 +10,7 @@ public struct ServerMetrics: Sendable {
         self.factory = factory
     }
 
-    func request(_ report: EnrichReport) {
+    public func request(_ report: EnrichReport) {
         Counter(label: "attache_requests_total", dimensions: [
             ("outcome", report.outcome.rawValue), ("reason", report.reason?.description ?? "none"),
         ], factory: factory).increment()
@@ -40,12 +40,18 @@ public struct ServerMetrics: Sendable {
         }
     }
 
+    /// A payload answered without a report (a queue message that is not a JSON object).
+    public func request(outcome: Outcome, reason: Reason) {
+        Counter(label: "attache_requests_total", dimensions: [("outcome", outcome.rawValue), ("reason", reason.description)],
+                factory: factory).increment()
+    }
+
     /// Warm-through works that finished after their payloads had been answered (a running count).
-    func warmed(_ total: Int) {
+    public func warmed(_ total: Int) {
         Gauge(label: "attache_cache_warmed", factory: factory).record(total)
     }
 
-    func inFlight(_ value: Int) {
+    public func inFlight(_ value: Int) {
         Gauge(label: "attache_in_flight", factory: factory).record(value)
     }
 }

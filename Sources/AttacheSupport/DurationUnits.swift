@@ -7,3 +7,12 @@ extension Duration {
     /// The duration in seconds (fractions kept).
     public var seconds: Double { milliseconds / 1000 }
 }
+
+extension Duration {
+    /// Whole nanoseconds (what NATS's configuration is in); saturates past ±292 years.
+    public var nanoseconds: Int64 {
+        let (seconds, overflow) = components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return components.seconds < 0 ? .min : .max }
+        return seconds.addingReportingOverflow(components.attoseconds / 1_000_000_000).partialValue
+    }
+}

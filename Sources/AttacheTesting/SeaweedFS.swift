@@ -107,17 +107,8 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
     /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its data.
     public func stop() {
         guard pid > 0 else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<50 {
-            if waitpid(pid, &status, WNOHANG) == pid { pid = 0; break }
-            usleep(100_000)
-        }
-        if pid > 0 {
-            kill(pid, SIGKILL)
-            waitpid(pid, &status, 0)
-            pid = 0
-        }
+        terminate(pid)
+        pid = 0
         removeTree(directory)
     }
 
@@ -187,6 +178,18 @@ func spawn(_ arguments: [String], output: String) throws -> pid_t {
     let rc = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
     guard rc == 0 else { throw OriginError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
     return pid
+}
+
+/// Stops a child: SIGTERM, then SIGKILL if it has not exited after 5 s; reaps it either way.
+func terminate(_ pid: pid_t) {
+    kill(pid, SIGTERM)
+    var status: Int32 = 0
+    for _ in 0..<50 {
+        if waitpid(pid, &status, WNOHANG) == pid { return }
+        usleep(100_000)
+    }
+    kill(pid, SIGKILL)
+    waitpid(pid, &status, 0)
 }
 
 /// rm -rf, for test directories.

@@ -37,4 +37,17 @@ for s in c.values():
         src = v.split(":")[0]
         assert not src.startswith("./") or __import__("os").path.exists(src), src + " is missing"'
 check "docker-compose.yml: two replicas on SeaweedFS behind nginx, mounts present" "python3 -c '$compose'"
+# Two workers on NATS (the official image, with JetStream), sharing the same store; their
+# command is the one the Makefile's checks run (`attache worker`).
+queue='import yaml
+c = yaml.safe_load(open("docker-compose.yml"))["services"]
+workers = [s for s in c.values() if s.get("command", [None])[0] == "worker"]
+assert len(workers) >= 2, "fewer than two workers"
+assert all(s["environment"]["ATTACHE_NATS_URL"].startswith("nats://") for s in workers), "a worker without ATTACHE_NATS_URL"
+assert all(s["environment"]["ATTACHE_STORE"].startswith("s3://") for s in workers), "a worker off the shared store"
+nats = [s for s in c.values() if s.get("image", "").startswith("nats:")]
+assert nats and "-js" in nats[0]["command"], "no NATS with JetStream"'
+check "docker-compose.yml: two workers on NATS JetStream, on the shared store" "python3 -c '$queue'"
+check "the worker's command is the one the checks run" "grep -q 'worker --nats' Tests/cli/worker.sh"
+check "the runtime image has nats.c's library" "grep -q 'libnats3.4' Dockerfile"
 finish deploy

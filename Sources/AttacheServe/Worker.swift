@@ -1,0 +1,123 @@
+import ArgumentParser
+import Attache
+import AttacheCommandLine
+import AttacheServer
+import AttacheWorker
+import Logging
+import ServiceLifecycle
+
+struct Worker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache worker",
+        abstract: "Take payloads off a NATS JetStream stream, enrich each, and publish one payload out per payload in.",
+        discussion: """
+        Input: stream ATTACHE_IN (subject attache.in), read through the durable pull consumer `attache` that \
+        every worker shares. Output: subject attache.out, captured by stream ATTACHE_OUT, with headers \
+        Attache-Outcome (outcome; reason), Attache-Source-Id and Nats-Msg-Id (the input's Nats-Msg-Id, else its \
+        stream sequence), so the output stream drops a republish after a crash. Streams and the consumer are \
+        made when missing, used as they are when present. An input is acked only after its output is \
+        acknowledged. Deadline: Attache-Deadline-Ms, else --deadline, counted from when the message was \
+        published — time waiting in the stream counts, and a message already late goes out at once as the \
+        original (reason timeout). A message that is not a JSON object goes out as it came (fallback, \
+        invalid-payload). SIGTERM/SIGINT: stop fetching, finish what is in flight within its deadlines, exit 0. \
+        Every option can also come from the ATTACHE_* variable named in its help.
+        """
+    )
+
+    @Option(help: "NATS server URL(s), comma-separated [ATTACHE_NATS_URL, default nats://127.0.0.1:4222].")
+    var nats: String?
+
+    @Option(help: "NATS user [ATTACHE_NATS_USER]; the password from ATTACHE_NATS_PASSWORD.")
+    var natsUser: String?
+
+    @Option(help: "A NATS credentials file (.creds: JWT and NKey seed) [ATTACHE_NATS_CREDENTIALS].")
+    var natsCredentials: String?
+
+    @Option(help: "A CA file: connect with TLS, trusting that CA [ATTACHE_NATS_CA]. The token comes from ATTACHE_NATS_TOKEN.")
+    var natsCA: String?
+
+    @Flag(help: "Connect with TLS, trusting the system's CAs [ATTACHE_NATS_TLS=true].")
+    var natsTLS = false
+
+    @Option(help: "Input stream [ATTACHE_INPUT_STREAM, default ATTACHE_IN].")
+    var inputStream: String?
+
+    @Option(help: "Input subject [ATTACHE_INPUT_SUBJECT, default attache.in].")
+    var inputSubject: String?
+
+    @Option(help: "Durable consumer shared by every worker [ATTACHE_CONSUMER, default attache].")
+    var consumer: String?
+
+    @Option(help: "Output stream [ATTACHE_OUTPUT_STREAM, default ATTACHE_OUT].")
+    var outputStream: String?
+
+    @Option(help: "Output subject [ATTACHE_OUTPUT_SUBJECT, default attache.out].")
+    var outputSubject: String?
+
+    @Option(help: "Messages in flight at once; also the consumer's max ack pending when it is made [ATTACHE_CONCURRENCY, default 64].")
+    var concurrency: Int?
+
+    @Option(help: "How long the stream waits for an ack before delivering again, when the consumer is made [ATTACHE_ACK_WAIT, default 30s].", transform: parseDuration)
+    var ackWait: Duration?
+
+    @Option(help: "Deliveries of one message before the stream gives up, when the consumer is made [ATTACHE_MAX_DELIVER, default 10].")
+    var maxDeliver: Int?
+
+    @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
+    var metricsPort: Int?
+
+    @Option(help: "Address of the metrics port [ATTACHE_HOST, default 127.0.0.1].")
+    var host: String?
+
+    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
+    var logFormat: LogFormat?
+
+    @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
+
+    @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
+
+    func run() async throws {
+        let settings = Settings.fromEnvironment
+        let registry = try bootstrapProcess(settings, logFormat: logFormat)
+        let logger = Logger(label: "attache.worker")
+
+        var nats = NATSOptions(url: settings.string(self.nats, "ATTACHE_NATS_URL") ?? "nats://127.0.0.1:4222")
+        nats.user = settings.string(natsUser, "ATTACHE_NATS_USER")
+        nats.password = settings.string(nil, "ATTACHE_NATS_PASSWORD")
+        nats.token = settings.string(nil, "ATTACHE_NATS_TOKEN")
+        nats.credentials = settings.string(natsCredentials, "ATTACHE_NATS_CREDENTIALS")
+        nats.ca = settings.string(natsCA, "ATTACHE_NATS_CA")
+        nats.tls = natsTLS || settings.string(nil, "ATTACHE_NATS_TLS") == "true"
+
+        var queue = QueueConfiguration(nats: nats)
+        queue.inputStream = settings.string(inputStream, "ATTACHE_INPUT_STREAM") ?? queue.inputStream
+        queue.inputSubject = settings.string(inputSubject, "ATTACHE_INPUT_SUBJECT") ?? queue.inputSubject
+        queue.consumer = settings.string(consumer, "ATTACHE_CONSUMER") ?? queue.consumer
+        queue.outputStream = settings.string(outputStream, "ATTACHE_OUTPUT_STREAM") ?? queue.outputStream
+        queue.outputSubject = settings.string(outputSubject, "ATTACHE_OUTPUT_SUBJECT") ?? queue.outputSubject
+        queue.concurrency = try settings.int(concurrency, "ATTACHE_CONCURRENCY", option: "--concurrency", default: queue.concurrency, in: 1...10_000)
+        queue.ackWait = try settings.duration(ackWait, "ATTACHE_ACK_WAIT", option: "--ack-wait", default: queue.ackWait)
+        queue.maxDeliver = try settings.int(maxDeliver, "ATTACHE_MAX_DELIVER", option: "--max-deliver", default: queue.maxDeliver, in: 1...1000)
+
+        var options = try enrich.options(settings)
+        queue.defaultDeadline = options.deadline
+        options.cache = try cache.configuration(settings)
+        if queue.ackWait <= options.deadline + .seconds(5) {
+            logger.warning("--ack-wait is not much longer than --deadline: a message may be redelivered while it is still being enriched")
+        }
+
+        let enrichment = try Enrichment(options: options, logger: logger)
+        let state = WorkerState()
+        var services: [any Service] = [EnrichmentService(enrichment)]
+        services.append(QueueWorker(configuration: queue, enrichment: enrichment, state: state, logger: logger))
+        let probePort: Int? = metricsPort != nil || settings.string(nil, "ATTACHE_METRICS_PORT") != nil
+            ? try settings.int(metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", default: 0, in: 1...65535) : nil
+        if let port = probePort {
+            services.append(buildProbeApplication(host: settings.string(host, "ATTACHE_HOST") ?? "127.0.0.1", port: port,
+                                                  registry: registry, healthy: { state.isHealthy }, logger: logger))
+        }
+        // The enrichment first, so that it is stopped last, after the worker has finished.
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,207 @@
+import Attache
+import AttachePayload
+import AttacheServer
+import AttacheSupport
+import Logging
+import Metrics
+import ServiceLifecycle
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the worker reads and writes, and how it consumes.
+public struct QueueConfiguration: Sendable {
+    public var nats: NATSOptions
+    public var inputStream = "ATTACHE_IN"
+    public var inputSubject = "attache.in"
+    /// The durable pull consumer every worker shares: each message goes to one of them.
+    public var consumer = "attache"
+    public var outputStream = "ATTACHE_OUT"
+    public var outputSubject = "attache.out"
+    /// Messages in flight at once (also the consumer's max ack pending, when it is made).
+    public var concurrency = 64
+    /// How long the stream waits for an ack before delivering again (to this or another worker).
+    public var ackWait: Duration = .seconds(30)
+    /// Deliveries before the stream gives up on a message.
+    public var maxDeliver = 10
+    /// Deadline of a message without `Attache-Deadline-Ms`.
+    public var defaultDeadline: Duration = .seconds(10)
+    /// How long a publish waits for the output stream's acknowledgement.
+    public var publishTimeout: Duration = .seconds(5)
+
+    public init(nats: NATSOptions) {
+        self.nats = nats
+    }
+
+    /// The output stream must drop a republish for as long as a message can be redelivered.
+    public var requiredDuplicateWindow: Duration { ackWait * maxDeliver }
+}
+
+/// `attache worker`: takes payloads off a JetStream stream through a durable pull consumer that
+/// every worker shares, enriches each under its own deadline (counted from when it was published),
+/// publishes exactly one payload out per payload in — with `Nats-Msg-Id` set from the input's id,
+/// so the output stream drops a republish after a crash — and acks the input only once that
+/// publish is acknowledged. A graceful shutdown (SIGTERM) stops fetching, finishes what is in
+/// flight within its deadlines, acks, and returns.
+public struct QueueWorker: Service {
+    public let configuration: QueueConfiguration
+    public let enrichment: Enrichment
+    let metrics: ServerMetrics
+    let logger: Logger
+    let state: WorkerState
+
+    public init(configuration: QueueConfiguration, enrichment: Enrichment, metrics: ServerMetrics = ServerMetrics(),
+                state: WorkerState = WorkerState(), logger: Logger = Logger(label: "attache.worker")) {
+        self.configuration = configuration
+        self.enrichment = enrichment
+        self.metrics = metrics
+        self.state = state
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let c = configuration
+        // One thread waits on fetches; publishes (each waits for the stream's ack) get their own,
+        // so that neither waits behind decoding on the shared pool.
+        let fetcher = BlockingPool(threads: 1, name: "nats-fetch")
+        let publishers = BlockingPool(threads: min(max(2, c.concurrency / 4), 32), name: "nats-publish")
+        let (connection, subscription) = try await fetcher.run { _ in try Self.connect(c, logger: logger) }
+        state.connection.withLock { $0 = connection }
+        defer { state.connection.withLock { $0 = nil } }
+        logger.info("attache worker consuming", metadata: [
+            "attache.stream": "\(c.inputStream)", "attache.consumer": "\(c.consumer)", "attache.output": "\(c.outputStream)",
+        ])
+
+        let progress = Progress()
+        let (completions, completed) = AsyncStream<Void>.makeStream()
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                var started = 0
+                var wake = completions.makeAsyncIterator()
+                while !progress.stopping.load(ordering: .relaxed) {
+                    let room = c.concurrency - (started - progress.finished.load(ordering: .acquiring))
+                    if room <= 0 {
+                        _ = await wake.next()
+                        continue
+                    }
+                    let messages: [NATSMessage]
+                    do {
+                        // Short waits, so a shutdown is noticed within half a second.
+                        messages = try await fetcher.run { _ in try subscription.fetch(batch: min(room, 256), timeout: .milliseconds(500)) }
+                    } catch {
+                        logger.warning("fetch failed; retrying", metadata: ["error": "\(error)"])
+                        try? await Task.sleep(for: .seconds(1))
+                        continue
+                    }
+                    for message in messages {
+                        started += 1
+                        group.addTask {
+                            await handle(message, connection: connection, publishers: publishers)
+                            progress.finished.add(1, ordering: .releasing)
+                            completed.yield()
+                        }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            progress.stopping.store(true, ordering: .relaxed)
+            completed.yield()
+        }
+        completed.finish()
+        logger.info("attache worker stopped")
+    }
+
+    static func connect(_ c: QueueConfiguration, logger: Logger) throws -> (NATSConnection, NATSSubscription) {
+        let connection = try NATSConnection(c.nats)
+        _ = try connection.ensureStream(c.inputStream, subject: c.inputSubject, duplicateWindow: .seconds(120))
+        let window = try connection.ensureStream(c.outputStream, subject: c.outputSubject,
+                                                 duplicateWindow: c.requiredDuplicateWindow)
+        if window < c.requiredDuplicateWindow {
+            logger.warning("the output stream's duplicate window is shorter than ack wait × max deliver: a message redelivered after it may be published twice", metadata: [
+                "attache.stream": "\(c.outputStream)", "attache.window_s": "\(window.seconds)",
+                "attache.required_s": "\(c.requiredDuplicateWindow.seconds)",
+            ])
+        }
+        let subscription = try connection.pullSubscribe(stream: c.inputStream, subject: c.inputSubject, durable: c.consumer,
+                                                        ackWait: c.ackWait, maxDeliver: c.maxDeliver, maxAckPending: c.concurrency)
+        return (connection, subscription)
+    }
+
+    /// One message in, one out, then the ack.
+    func handle(_ message: NATSMessage, connection: NATSConnection, publishers: BlockingPool) async {
+        let metadata = message.metadata
+        let sourceID = message.header("Nats-Msg-Id") ?? metadata.map { String($0.streamSequence) } ?? "unknown"
+        let bytes = message.data
+        Counter(label: "attache_queue_consumed_total").increment()
+        if let metadata {
+            if metadata.delivered > 1 { Counter(label: "attache_queue_redelivered_total").increment() }
+            Gauge(label: "attache_queue_lag").record(Int64(metadata.pending))
+        }
+        let remaining = Self.remaining(deadline: Self.deadline(message.header("Attache-Deadline-Ms")) ?? configuration.defaultDeadline,
+                                       publishedNs: metadata?.timestampNs)
+        let out: [UInt8], outcome: String
+        do throws(PayloadError) {
+            // Already late (it waited in the stream, or this is a redelivery): the original, at once.
+            let emission = remaining <= .zero
+                ? try enrichment.passOn(bytes, reason: .timeout)
+                : try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining)
+            metrics.request(emission.report)
+            (out, outcome) = (emission.bytes, emission.outcomeHeader)
+        } catch {
+            // Not a JSON object: it goes on as it came, once, never back to the stream.
+            metrics.request(outcome: .fallback, reason: .invalidPayload)
+            (out, outcome) = (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
+        }
+        let headers = [("Attache-Outcome", outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID)]
+        let c = configuration
+        do {
+            let duplicate = try await publishers.run { _ in
+                try connection.publish(c.outputSubject, out, headers: headers, timeout: c.publishTimeout)
+            }
+            Counter(label: duplicate ? "attache_queue_duplicates_total" : "attache_queue_published_total").increment()
+            message.ack()
+        } catch {
+            // Not acked: delivered again (here or to another worker) after a pause; the output
+            // stream drops the republish if this one did land.
+            logger.warning("publish failed; the message will be redelivered", metadata: ["attache.source_id": "\(sourceID)", "error": "\(error)"])
+            Counter(label: "attache_queue_publish_failures_total").increment()
+            message.nak(delay: .seconds(1))
+        }
+    }
+
+    /// `Attache-Deadline-Ms`, when it is a whole number of milliseconds from 1 to 300000.
+    static func deadline(_ header: String?) -> Duration? {
+        guard let header, let ms = Int(header.filter { $0 != " " }), (1...300_000).contains(ms) else { return nil }
+        return .milliseconds(ms)
+    }
+
+    /// What is left of `deadline` counted from the publish time (the server's clock; without
+    /// metadata, from now).
+    static func remaining(deadline: Duration, publishedNs: Int64?, nowNs: Int64 = wallClockNs()) -> Duration {
+        guard let publishedNs else { return deadline }
+        return deadline - .nanoseconds(nowNs - publishedNs)
+    }
+}
+
+/// The fetch loop's view of its messages: shared with their tasks and the shutdown handler.
+private final class Progress: Sendable {
+    let stopping = Atomic<Bool>(false)
+    let finished = Atomic<Int>(0)
+}
+
+/// What the worker's health endpoint reads.
+public final class WorkerState: Sendable {
+    let connection = Mutex<NATSConnection?>(nil)
+    public init() {}
+
+    /// Consuming, and connected to NATS.
+    public var isHealthy: Bool { connection.withLock { $0?.isConnected ?? false } }
+}
+
+/// Unix time in nanoseconds.
+func wallClockNs() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}

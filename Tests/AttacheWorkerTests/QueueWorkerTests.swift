@@ -1,0 +1,152 @@
+import Attache
+import AttacheFetch
+import AttacheSupport
+import AttacheTesting
+import Logging
+import ServiceLifecycle
+import Testing
+@testable import AttacheWorker
+
+/// Against a real nats-server with JetStream (`make test-deps`), on loopback.
+@Suite(.serialized) struct QueueWorkerTests {
+    static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A worker consuming from `server` until `body` returns; what it published, read back from
+    /// ATTACHE_OUT, is handed to `body` through `outputs`.
+    func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = .seconds(15),
+                    _ body: (NATSConnection) async throws -> Void) async throws {
+        var options = EnrichmentOptions()
+        options.mediaDirectory = try makeTempDirectory()
+        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.deadline = deadline
+        options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: nil)
+        let enrichment = try Enrichment(options: options, logger: Self.quiet)
+        var configuration = QueueConfiguration(nats: NATSOptions(url: server.url))
+        configuration.defaultDeadline = deadline
+        let worker = QueueWorker(configuration: configuration, enrichment: enrichment, logger: Self.quiet)
+        let group = ServiceGroup(configuration: .init(services: [worker], logger: Self.quiet))
+        let client = try NATSConnection(NATSOptions(url: server.url))
+        _ = try client.ensureStream("ATTACHE_IN", subject: "attache.in", duplicateWindow: .seconds(120))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            do {
+                try await body(client)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        enrichment.shutdown()
+    }
+
+    /// Reads ATTACHE_OUT until `count` messages came (or 30 s passed): (source id, outcome, bytes).
+    func outputs(_ client: NATSConnection, count: Int) async throws -> [(id: String, outcome: String, bytes: [UInt8])] {
+        let pool = BlockingPool(threads: 1, name: "test-reader")
+        return try await pool.run { _ in
+            _ = try client.ensureStream("ATTACHE_OUT", subject: "attache.out", duplicateWindow: .seconds(300))
+            let sub = try client.pullSubscribe(stream: "ATTACHE_OUT", subject: "attache.out", durable: "test-reader",
+                                               ackWait: .seconds(30), maxDeliver: 1, maxAckPending: 10_000)
+            var out: [(id: String, outcome: String, bytes: [UInt8])] = []
+            let end = ContinuousClock.now + .seconds(30)
+            while out.count < count, ContinuousClock.now < end {
+                for m in try sub.fetch(batch: 256, timeout: .milliseconds(500)) {
+                    out.append((m.header("Attache-Source-Id") ?? "", m.header("Attache-Outcome") ?? "", m.data))
+                    m.ack()
+                }
+            }
+            // Anything more would be a second output for some input.
+            for m in try sub.fetch(batch: 256, timeout: .milliseconds(500)) {
+                out.append((m.header("Attache-Source-Id") ?? "", m.header("Attache-Outcome") ?? "", m.data))
+            }
+            return out
+        }
+    }
+
+    func publish(_ client: NATSConnection, _ bytes: [UInt8], id: String, deadlineMs: Int? = nil) async throws {
+        var headers = [("Nats-Msg-Id", id)]
+        if let deadlineMs { headers.append(("Attache-Deadline-Ms", String(deadlineMs))) }
+        let pool = BlockingPool(threads: 1, name: "test-publisher"), sent = headers
+        _ = try await pool.run { _ in try client.publish("attache.in", bytes, headers: sent, timeout: .seconds(5)) }
+    }
+
+    @Test func everyMessageComesOutOnceWithItsIdAndOutcome() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin) { client in
+                for i in 0..<40 {
+                    let payload = #"{"aps":{"alert":"n\#(i)","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
+                    try await publish(client, Array(payload.utf8), id: "p\(i)")
+                }
+                try await publish(client, Array("not json".utf8), id: "bad")
+                let out = try await outputs(client, count: 41)
+                #expect(out.count == 41)
+                #expect(Set(out.map(\.id)).count == 41)
+                #expect(out.filter { $0.id.hasPrefix("p") }.allSatisfy { $0.outcome == "enriched" })
+                let bad = out.first { $0.id == "bad" }
+                #expect(bad?.outcome == "fallback; reason=invalid-payload")
+                #expect(bad?.bytes == Array("not json".utf8))
+                // One download for forty payloads: the cache.
+                #expect(origin.statistics.requests == 1)
+            }
+        }
+    }
+
+    /// Time in the stream counts: a message whose deadline passed before a worker took it goes out
+    /// as the original, reason timeout, without a fetch.
+    @Test func aMessageAlreadyLateGoesOutAsTheOriginalAtOnce() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        try await NATSServer.with { server in
+            let payload = Array(#"{"aps":{"alert":"late","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#.utf8)
+            let client = try NATSConnection(NATSOptions(url: server.url))
+            _ = try client.ensureStream("ATTACHE_IN", subject: "attache.in", duplicateWindow: .seconds(120))
+            try await publish(client, payload, id: "late", deadlineMs: 50)
+            try await Task.sleep(for: .milliseconds(300))
+            try await withWorker(server, origin: origin) { client in
+                let out = try await outputs(client, count: 1)
+                #expect(out.count == 1)
+                #expect(out.first?.outcome == "fallback; reason=timeout")
+                #expect(out.first?.bytes == payload)
+                #expect(origin.statistics.requests == 0)
+            }
+        }
+    }
+
+    /// A worker that published and died before its ack: the redelivery's output is dropped by the
+    /// output stream (same Nats-Msg-Id), so the input still has one output.
+    @Test func aRepublishAfterACrashIsDropped() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin) { client in
+                let payload = Array(#"{"aps":{"alert":"x"}}"#.utf8)
+                // What the dead worker published.
+                _ = try client.ensureStream("ATTACHE_OUT", subject: "attache.out", duplicateWindow: .seconds(300))
+                let pool = BlockingPool(threads: 1, name: "test-publisher")
+                _ = try await pool.run { _ in
+                    try client.publish("attache.out", payload, headers: [("Nats-Msg-Id", "once"), ("Attache-Source-Id", "once"),
+                                                                         ("Attache-Outcome", "passthrough; reason=not-mutable")],
+                                       timeout: .seconds(5))
+                }
+                try await publish(client, payload, id: "once")
+                try await publish(client, payload, id: "other")
+                let out = try await outputs(client, count: 2)
+                #expect(out.map(\.id).sorted() == ["once", "other"])
+            }
+        }
+    }
+
+    @Test func deadlinesCountFromThePublishTime() {
+        #expect(QueueWorker.deadline("2500") == .milliseconds(2500))
+        #expect(QueueWorker.deadline("0") == nil)
+        #expect(QueueWorker.deadline("ten") == nil)
+        #expect(QueueWorker.deadline(nil) == nil)
+        let now: Int64 = 1_000_000_000_000
+        #expect(QueueWorker.remaining(deadline: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
+        #expect(QueueWorker.remaining(deadline: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)
+        #expect(QueueWorker.remaining(deadline: .seconds(3), publishedNs: nil, nowNs: now) == .seconds(3))
+    }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# `attache worker` on a real nats-server with JetStream (`make test-deps`): 600 payloads with ids
+# published; a worker killed with SIGKILL part-way and restarted beside a second one; ATTACHE_OUT
+# then holds each input id exactly once, every output a JSON object. A message whose deadline passed
+# while it waited is the original at once; SIGTERM exits 0; /healthz and /metrics on their port.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+python=${ATTACHE_PYTHON:-.build/tools/bin/python}
+nats_server=${ATTACHE_NATS_SERVER:-/usr/sbin/nats-server}
+pids=()
+trap 'kill -9 "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+[ -x "$nats_server" ] || { echo "FAIL: no nats-server at $nats_server: run make test-deps"; exit 1; }
+"$python" -c 'import nats' 2>/dev/null || { echo "FAIL: no nats-py in $python: run make test-deps"; exit 1; }
+pipeline() { "$python" Samples/queue/pipeline.py "$@"; }
+
+nport=$(free_port) mport=$(free_port)
+"$nats_server" -js -a 127.0.0.1 -p "$nport" -m "$mport" -sd "$tmp/js" > "$tmp/nats.log" 2>&1 &
+pids+=($!)
+nats=nats://127.0.0.1:$nport
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$mport/healthz" && break; sleep 0.1; done
+# The origin: one that logs every request, to count fetches.
+port=$(free_port)
+python3 -m http.server --bind 127.0.0.1 "$port" --directory Samples/media > "$tmp/origin.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+origin_requests() { grep -c "GET /$1" "$tmp/origin.log"; }
+
+start_worker() {  # name, extra options... → $worker (its pid)
+  local name=$1
+  shift
+  "$bin" worker --nats "$nats" --media-dir "$tmp/media-$name" --allow-address 127.0.0.1/32 --deadline 20s \
+    --ack-wait 4s "$@" > "$tmp/$name.log" 2>&1 &
+  worker=$!
+  pids+=("$worker")
+}
+
+# Distinct URLs: every payload is a download and a render, so the kill lands mid-stream.
+pipeline publish "$nats" 600 "{\"aps\":{\"alert\":\"{i}\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?n={i}\"}"
+start_worker a --concurrency 16; a=$worker
+for _ in $(seq 300); do [ "$(pipeline count "$nats")" -ge 60 ] && break; sleep 0.1; done
+before=$(pipeline count "$nats")
+kill -9 "$a"
+wait "$a" 2>/dev/null
+check "the first worker was killed part-way (outputs when killed: $before)" "[ $before -ge 1 ] && [ $before -lt 600 ]"
+start_worker a2 --concurrency 16; a=$worker
+start_worker b --concurrency 16 --metrics-port "$(free_port)"; b=$worker
+for _ in $(seq 600); do [ "$(pipeline count "$nats")" -ge 600 ] && break; sleep 0.1; done
+sleep 1  # a redelivered message published twice would land by now
+result=$(pipeline check "$nats" 600)
+check "ATTACHE_OUT holds every id exactly once, each a JSON object ($result)" "pipeline check $nats 600 > /dev/null"
+
+# A message that waited past its deadline in the stream: the original, at once, no fetch.
+late="{\"aps\":{\"alert\":\"late\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/animated.gif\"}"
+kill -TERM "$a" "$b"
+wait "$a"; rc_a=$?
+wait "$b"; rc_b=$?
+check "SIGTERM: the workers exit 0 (got $rc_a, $rc_b)" "[ $rc_a = 0 ] && [ $rc_b = 0 ]"
+"$python" - "$nats" "$late" > "$tmp/late.out" <<'PY'
+import asyncio, sys, time, nats
+async def main(url, payload):
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await js.publish("attache.in", payload.encode(), headers={"Nats-Msg-Id": "late", "Attache-Deadline-Ms": "200"})
+    await nc.close()
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+PY
+sleep 0.5
+gets_before=$(origin_requests animated.gif)
+mport2=$(free_port)
+start_worker c --metrics-port "$mport2"; c=$worker
+"$python" - "$nats" > "$tmp/late.json" <<'PY'
+import asyncio, json, sys, nats
+async def main(url):
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for _ in range(100):
+        info = await js.stream_info("ATTACHE_OUT")
+        m = await js.get_msg("ATTACHE_OUT", info.state.last_seq)
+        if m.headers.get("Attache-Source-Id") == "late":
+            print(json.dumps({"outcome": m.headers["Attache-Outcome"], "data": m.data.decode()}))
+            break
+        await asyncio.sleep(0.1)
+    await nc.close()
+asyncio.run(main(sys.argv[1]))
+PY
+late_outcome=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["outcome"])' "$tmp/late.json" 2>/dev/null)
+late_data=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"])' "$tmp/late.json" 2>/dev/null)
+check "a message already late goes out as the original, reason timeout (got '$late_outcome')" "[ '$late_outcome' = 'fallback; reason=timeout' ]"
+check "… byte for byte" "[ '$late_data' = '$late' ]"
+check "… without a fetch" "[ $(origin_requests animated.gif) = $gets_before ]"
+health=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport2/healthz")
+check "/healthz on the metrics port is 200 while connected (got $health)" "[ $health = 200 ]"
+check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep -q '^attache_queue_consumed_total'"
+kill -TERM "$c"; wait "$c"
+
+# The README's example: publish a payload, read what to send.
+timeout 60 "$python" - "$nats" "$port" > "$tmp/example.out" 2>&1 <<'PY' &
+import asyncio, sys
+sys.path.insert(0, "Samples/queue")
+import nats
+from pipeline import ensure_input_stream, publish, read
+async def main(url, port):
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await ensure_input_stream(js)
+    await publish(js, ('{"aps":{"alert":"Hi","mutable-content":1},"image-url":"http://127.0.0.1:%s/photo.jpg"}' % port).encode(), "order-42")
+    async for source, outcome, payload in read(js):
+        if source == "order-42":
+            print(outcome)
+            break
+    await nc.close()
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+PY
+example=$!
+start_worker d; d=$worker
+wait "$example"
+check "the README's pipeline example reads its payload back enriched (got '$(cat "$tmp/example.out")')" "grep -qx enriched $tmp/example.out"
+kill -TERM "$d"; wait "$d"
+finish worker
