@@ -102,8 +102,10 @@ struct Worker: AsyncParsableCommand {
         var options = try enrich.options(settings)
         queue.defaultDeadline = options.deadline
         options.cache = try cache.configuration(settings)
-        if queue.ackWait <= options.deadline + .seconds(5) {
-            logger.warning("--ack-wait is not much longer than --deadline: a message may be redelivered while it is still being enriched")
+        if options.deadline > queue.longestDeadline {
+            logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
+                "attache.deadline_s": "\(options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
+            ])
         }
 
         let enrichment = try Enrichment(options: options, logger: logger)

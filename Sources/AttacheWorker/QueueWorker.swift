@@ -34,6 +34,10 @@ public struct QueueConfiguration: Sendable {
         self.nats = nats
     }
 
+    /// The most a message is given: what the ack wait leaves after a publish that takes its
+    /// longest (a second at least).
+    public var longestDeadline: Duration { max(.seconds(1), ackWait - publishTimeout - .seconds(1)) }
+
     /// The output stream must drop a republish for as long as a message can be redelivered.
     public var requiredDuplicateWindow: Duration { ackWait * maxDeliver }
 }
@@ -138,8 +142,11 @@ public struct QueueWorker: Service {
             if metadata.delivered > 1 { Counter(label: "attache_queue_redelivered_total").increment() }
             Gauge(label: "attache_queue_lag").record(Int64(metadata.pending))
         }
-        let remaining = Self.remaining(deadline: Self.deadline(message.header("Attache-Deadline-Ms")) ?? configuration.defaultDeadline,
-                                       publishedNs: metadata?.timestampNs)
+        // Never past what the ack wait leaves for the publish: a message still being enriched when
+        // the stream delivers it again would be done twice.
+        let remaining = min(Self.remaining(deadline: Self.deadline(message.header("Attache-Deadline-Ms")) ?? configuration.defaultDeadline,
+                                           publishedNs: metadata?.timestampNs),
+                            configuration.longestDeadline)
         let out: [UInt8], outcome: String
         do throws(PayloadError) {
             // Already late (it waited in the stream, or this is a redelivery): the original, at once.

@@ -93,6 +93,27 @@ check "/healthz on the metrics port is 200 while connected (got $health)" "[ $he
 check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep -q '^attache_queue_consumed_total'"
 kill -TERM "$c"; wait "$c"
 
+# SIGTERM with messages in flight: the worker finishes them, publishes, acks, and exits 0 —
+# nothing is left pending for the stream to deliver again.
+pipeline publish "$nats" 40 "{\"aps\":{\"alert\":\"t{i}\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?t={i}\"}" 2>/dev/null
+start_worker e --concurrency 8; e=$worker
+outputs_before=$(pipeline count "$nats")
+for _ in $(seq 300); do [ "$(pipeline count "$nats")" -gt "$outputs_before" ] && break; sleep 0.05; done
+kill -TERM "$e"
+wait "$e"; rc_e=$?
+pending=$("$python" - "$nats" <<'PY'
+import asyncio, sys, nats
+async def main(url):
+    nc = await nats.connect(url)
+    info = await nc.jetstream().consumer_info("ATTACHE_IN", "attache")
+    print(info.num_ack_pending)
+    await nc.close()
+asyncio.run(main(sys.argv[1]))
+PY
+)
+check "SIGTERM mid-stream: exit 0 (got $rc_e)" "[ $rc_e = 0 ]"
+check "… and every message it took was answered and acked (ack pending: $pending)" "[ '$pending' = 0 ]"
+
 # The README's example: publish a payload, read what to send.
 timeout 60 "$python" - "$nats" "$port" > "$tmp/example.out" 2>&1 <<'PY' &
 import asyncio, sys
@@ -116,4 +137,8 @@ start_worker d; d=$worker
 wait "$example"
 check "the README's pipeline example reads its payload back enriched (got '$(cat "$tmp/example.out")')" "grep -qx enriched $tmp/example.out"
 kill -TERM "$d"; wait "$d"
+# When something failed, what the workers said (a crash's message and stack are in their logs).
+if [ "$failed" -gt 0 ]; then
+  for log in "$tmp"/*.log; do echo "--- $log"; tail -n 30 "$log"; done
+fi
 finish worker
