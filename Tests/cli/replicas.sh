@@ -19,7 +19,7 @@ oport=$(free_port)
 python3 -m http.server --bind 127.0.0.1 "$oport" --directory Samples/media > "$tmp/origin.log" 2>&1 &
 pids+=($!)
 
-start_replica() {  # name
+start_replica() {  # name → $replica (its port); not called in $(…), so its pid reaches the trap
   local port
   port=$(free_port)
   AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1 AWS_ENDPOINT_URL_S3=$s3 \
@@ -27,10 +27,10 @@ start_replica() {  # name
     --deadline 20s > "$tmp/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] && break; sleep 0.2; done
-  echo "$port"
+  replica=$port
 }
-a=$(start_replica a)
-b=$(start_replica b)
+start_replica a; a=$replica
+start_replica b; b=$replica
 ready_a=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$a/readyz")
 check "replica a is ready: the store answers (got $ready_a)" "[ $ready_a = 200 ]"
 
