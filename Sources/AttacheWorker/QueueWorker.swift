@@ -70,7 +70,7 @@ public struct QueueWorker: Service {
         // so that neither waits behind decoding on the shared pool.
         let fetcher = BlockingPool(threads: 1, name: "nats-fetch")
         let publishers = BlockingPool(threads: min(max(2, c.concurrency / 4), 32), name: "nats-publish")
-        let (connection, subscription) = try await fetcher.run { _ in try Self.connect(c, logger: logger) }
+        let (connection, subscription, _) = try await fetcher.run { _ in try Self.connect(c, logger: logger) }
         state.connection.withLock { $0 = connection }
         defer { state.connection.withLock { $0 = nil } }
         logger.info("attache worker consuming", metadata: [
@@ -116,7 +116,9 @@ public struct QueueWorker: Service {
         logger.info("attache worker stopped")
     }
 
-    static func connect(_ c: QueueConfiguration, logger: Logger) throws -> (NATSConnection, NATSSubscription) {
+    /// Connects, makes what is missing, binds the consumer; also returns the output stream's
+    /// duplicate window as found (or made).
+    static func connect(_ c: QueueConfiguration, logger: Logger) throws -> (NATSConnection, NATSSubscription, outputWindow: Duration) {
         let connection = try NATSConnection(c.nats)
         _ = try connection.ensureStream(c.inputStream, subject: c.inputSubject, duplicateWindow: .seconds(120))
         let window = try connection.ensureStream(c.outputStream, subject: c.outputSubject,
@@ -129,7 +131,7 @@ public struct QueueWorker: Service {
         }
         let subscription = try connection.pullSubscribe(stream: c.inputStream, subject: c.inputSubject, durable: c.consumer,
                                                         ackWait: c.ackWait, maxDeliver: c.maxDeliver, maxAckPending: c.concurrency)
-        return (connection, subscription)
+        return (connection, subscription, window)
     }
 
     /// One message in, one out, then the ack.

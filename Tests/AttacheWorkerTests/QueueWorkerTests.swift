@@ -139,6 +139,25 @@ import Testing
         }
     }
 
+    /// Streams are made when missing — the output's duplicate window outlasting ack wait × max
+    /// deliveries — and used as they are when present (the worker then warns of a short window).
+    @Test func streamsAreMadeWithALongEnoughWindowOrUsedAsTheyAre() async throws {
+        try await NATSServer.with { server in
+            let pool = BlockingPool(threads: 1, name: "test-connect")
+            let configuration = QueueConfiguration(nats: NATSOptions(url: server.url))
+            let made = try await pool.run { _ in try QueueWorker.connect(configuration, logger: Self.quiet).outputWindow }
+            #expect(made == configuration.requiredDuplicateWindow)
+            var other = configuration
+            other.outputStream = "SHORT_OUT"
+            other.outputSubject = "short.out"
+            let client = try NATSConnection(NATSOptions(url: server.url))
+            _ = try client.ensureStream("SHORT_OUT", subject: "short.out", duplicateWindow: .seconds(10))
+            let short = other
+            let found = try await pool.run { _ in try QueueWorker.connect(short, logger: Self.quiet).outputWindow }
+            #expect(found == .seconds(10))
+        }
+    }
+
     @Test func deadlinesCountFromThePublishTime() {
         #expect(QueueWorker.deadline("2500") == .milliseconds(2500))
         #expect(QueueWorker.deadline("0") == nil)
@@ -148,5 +167,9 @@ import Testing
         #expect(QueueWorker.remaining(deadline: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
         #expect(QueueWorker.remaining(deadline: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)
         #expect(QueueWorker.remaining(deadline: .seconds(3), publishedNs: nil, nowNs: now) == .seconds(3))
+        var c = QueueConfiguration(nats: NATSOptions(url: "nats://127.0.0.1:1"))
+        #expect(c.longestDeadline == .seconds(24))  // 30 s ack wait − 5 s publish − 1 s
+        c.ackWait = .seconds(2)
+        #expect(c.longestDeadline == .seconds(1))
     }
 }
