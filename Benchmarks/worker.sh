@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 n=${N:-5000}
 python=${ATTACHE_PYTHON:-.build/tools/bin/python}
-nats_server=${ATTACHE_NATS_SERVER:-/usr/sbin/nats-server}
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source Tests/cli/nats.sh
 
 oport=$(free_port)
 "$bin" origin --root Samples/media --port "$oport" > "$tmp/origin.log" 2>&1 &
@@ -24,36 +24,28 @@ payload="{\"aps\":{\"alert\":\"{i}\",\"mutable-content\":1},\"image-url\":\"http
 
 # One run: a fresh server, WORKERS workers, N payloads → "payloads/s p50 p99".
 run() {  # workers
-  local nport dir=$tmp/run-$1-$RANDOM server started=() w
-  nport=$(free_port)
-  mkdir -p "$dir"
-  "$nats_server" -js -a 127.0.0.1 -p "$nport" -sd "$dir/js" > "$dir/nats.log" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$nport") 2>/dev/null && break; sleep 0.1; done
+  local dir=$tmp/run-$1-$RANDOM started=() w
+  start_nats "$dir"
   for w in $(seq "$1"); do
-    "$bin" worker --nats "nats://127.0.0.1:$nport" --media-dir "$dir/media-$w" --allow-address 127.0.0.1/32 \
+    "$bin" worker --nats "$nats" --media-dir "$dir/media-$w" --allow-address 127.0.0.1/32 \
       --concurrency 256 > "$dir/worker-$w.log" 2>&1 &
     started+=($!)
   done
   # Warm: the image is fetched and rendered once before the clock starts.
-  "$python" Samples/queue/pipeline.py run "nats://127.0.0.1:$nport" 1 "$payload" > /dev/null
-  "$python" Samples/queue/pipeline.py run "nats://127.0.0.1:$nport" "$n" "$payload" | sed 's/^warm //'
+  "$python" Samples/queue/pipeline.py run "$nats" 1 "$payload" > /dev/null
+  "$python" Samples/queue/pipeline.py run "$nats" "$n" "$payload"
   kill -TERM "${started[@]}"; wait "${started[@]}" 2>/dev/null || true
-  kill "$server"; wait "$server" 2>/dev/null || true
+  kill "$nats_pid"; wait "$nats_pid" 2>/dev/null || true
 }
 
 # The publisher alone: JetStream publishes with acks, no worker.
 publisher() {
-  local nport dir=$tmp/pub server start end
-  nport=$(free_port)
-  mkdir -p "$dir"
-  "$nats_server" -js -a 127.0.0.1 -p "$nport" -sd "$dir/js" > "$dir/nats.log" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$nport") 2>/dev/null && break; sleep 0.1; done
+  local start end
+  start_nats "$tmp/pub"
   start=$(date +%s%N)
-  "$python" Samples/queue/pipeline.py publish "nats://127.0.0.1:$nport" "$n" "$payload"
+  "$python" Samples/queue/pipeline.py publish "$nats" "$n" "$payload"
   end=$(date +%s%N)
-  kill "$server"; wait "$server" 2>/dev/null || true
+  kill "$nats_pid"; wait "$nats_pid" 2>/dev/null || true
   python3 -c "print(f'{$n / (($end - $start) / 1e9):.0f}')"
 }
 

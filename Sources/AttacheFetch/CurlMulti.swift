@@ -1,6 +1,7 @@
 // The one file that talks to libcurl. Each CURL* is owned by one `CurlTransfer`; the CURLM* by
 // `CurlMulti`, which only the engine thread drives.
 internal import CCurl
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,8 +58,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// How much of `request.upload` curl has read.
     private var uploaded = 0
-    /// The open file of an `.file` upload.
-    private var uploadFile: Int32 = -1
+    /// The open file of an `.file` upload (closed with the transfer).
+    private var uploadFile: RegularFile?
     private var continuation: CheckedContinuation<FetchResult, any Error>?
 
     // Set by callbacks on the engine thread.
@@ -88,7 +89,6 @@ final class CurlTransfer: @unchecked Sendable {
         if let easy { attache_curl_easy_cleanup(easy) }
         if let resolveList { attache_curl_slist_free_all(resolveList) }
         if let headerList { attache_curl_slist_free_all(headerList) }
-        if uploadFile >= 0 { close(uploadFile) }
     }
 
     func attach(_ continuation: CheckedContinuation<FetchResult, any Error>) {
@@ -207,12 +207,13 @@ final class CurlTransfer: @unchecked Sendable {
         case nil: return 0
         case .bytes(let bytes): return bytes.count
         case .file(let path):
-            uploadFile = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            var info = stat()
-            guard uploadFile >= 0, fstat(uploadFile, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            do {
+                let file = try RegularFile(path)
+                uploadFile = file
+                return file.size
+            } catch {
                 throw FetchError(.fetchFailed, "cannot read the upload \(path)")
             }
-            return Int(info.st_size)
         }
     }
 
@@ -230,11 +231,9 @@ final class CurlTransfer: @unchecked Sendable {
             uploaded += n
             return n
         case .file:
-            while true {
-                let n = read(uploadFile, buffer.baseAddress, buffer.count)
-                if n >= 0 { uploaded += n; return n }
-                if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
-            }
+            guard let n = try? uploadFile?.read(at: uploaded, into: buffer) else { return Int(CURL_READFUNC_ABORT) }
+            uploaded += n
+            return n
         }
     }
 

@@ -54,14 +54,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connections open at once; past that, requests are answered 503 and their connections closed [ATTACHE_MAX_CONNECTIONS, default 4096].")
     var maxConnections: Int?
 
-    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
-    var logFormat: LogFormat?
+    @OptionGroup var process: ProcessOptionGroup
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
     func run() async throws {
         let settings = Settings.fromEnvironment
-        let registry = try bootstrapProcess(settings, logFormat: logFormat)
+        let registry = try process.bootstrap(settings)
         let logger = Logger(label: "attache.server")
 
         var server = ServerConfiguration()
@@ -100,16 +99,21 @@ struct Serve: AsyncParsableCommand {
 enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
 /// What the service and the worker set up first: logging, the allocator, Prometheus.
-func bootstrapProcess(_ settings: Settings, logFormat: LogFormat?) throws -> PrometheusCollectorRegistry {
-    let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
-    bootstrapLogging(level: .info, json: format == .json)
-    // Large buffers (bodies, decoded frames) always from mmap, returned to the system when freed:
-    // glibc would otherwise raise its threshold after the first frees and keep them in
-    // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
-    _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
-    let registry = PrometheusCollectorRegistry()
-    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-    return registry
+struct ProcessOptionGroup: ParsableArguments {
+    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
+    var logFormat: LogFormat?
+
+    func bootstrap(_ settings: Settings) throws -> PrometheusCollectorRegistry {
+        let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
+        bootstrapLogging(level: .info, json: format == .json)
+        // Large buffers (bodies, decoded frames) always from mmap, returned to the system when
+        // freed: glibc would otherwise raise its threshold after the first frees and keep them in
+        // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
+        _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
 }
 
 /// The media cache of the long-running commands (the service, the worker).

@@ -69,8 +69,7 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Address of the metrics port [ATTACHE_HOST, default 127.0.0.1].")
     var host: String?
 
-    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
-    var logFormat: LogFormat?
+    @OptionGroup var process: ProcessOptionGroup
 
     @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
 
@@ -78,7 +77,7 @@ struct Worker: AsyncParsableCommand {
 
     func run() async throws {
         let settings = Settings.fromEnvironment
-        let registry = try bootstrapProcess(settings, logFormat: logFormat)
+        let registry = try process.bootstrap(settings)
         let logger = Logger(label: "attache.worker")
 
         var nats = NATSOptions(url: settings.string(self.nats, "ATTACHE_NATS_URL") ?? "nats://127.0.0.1:4222")

@@ -157,17 +157,16 @@ public func linkFileDurably(_ source: String, to path: String) throws {
 /// fsync on a file written earlier: its data survives a power cut (its name needs its directory
 /// synced too).
 public func syncFile(_ path: String) throws {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-    let synced = fsync(fd) == 0
-    let error = errno
-    close(fd)
-    guard synced else { throw FileReadError(description: "cannot sync \(path): \(String(cString: strerror(error)))") }
+    try fsyncPath(path, O_RDONLY | O_CLOEXEC)
 }
 
 /// fsync on a directory: its entries (a rename, a link) survive a power cut.
 public func syncDirectory(_ path: String) throws {
-    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    try fsyncPath(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+}
+
+private func fsyncPath(_ path: String, _ flags: Int32) throws {
+    let fd = open(path, flags)
     guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
     guard fsync(fd) == 0 else { throw FileReadError(description: "cannot sync \(path): \(String(cString: strerror(errno)))") }

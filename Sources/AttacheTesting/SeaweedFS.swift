@@ -8,12 +8,12 @@ import Glibc
 /// ports and a temp directory, with one identity that may write (`accessKey`/`secretKey`) and
 /// anonymous reads — a bucket behind a public URL, where unsigned writes are refused. Started by
 /// `init` (which waits until the S3 port answers) and stopped by `stop()` or when released.
-public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fixed after init
+public final class SeaweedFS: Sendable {
     public let s3Port: Int
     public let accessKey = "AKIDATTACHETEST"
     public let secretKey = "attache-test-secret"
-    public let directory: String
-    private var pid: pid_t = 0
+    private let process: ServerProcess
+    public var directory: String { process.directory }
 
     public var endpoint: String { "http://127.0.0.1:\(s3Port)" }
 
@@ -25,17 +25,7 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
     /// stopped when `body` returns or throws.
     public static func with<T: Sendable>(_ body: (SeaweedFS) async throws -> T) async throws -> T {
         try await turn.withPermit {
-            // Starting waits (and stopping may wait) for seconds: on a thread of its own, never
-            // on one of the few the tests' servers run on.
-            let server = try await threads.run { _ in try SeaweedFS() }
-            do {
-                let result = try await body(server)
-                try await threads.run { _ in server.stop() }
-                return result
-            } catch {
-                try await threads.run { _ in server.stop() }
-                throw error
-            }
+            try await withServer(on: threads, start: { try SeaweedFS() }, stop: { $0.stop() }, body)
         }
     }
 
@@ -74,7 +64,7 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
         guard access(Self.binary, X_OK) == 0 else {
             throw OriginError("no SeaweedFS at \(Self.binary): run `make test-deps`")
         }
-        directory = try makeTempDirectory()
+        let directory = try makeTempDirectory()
         let config = """
         {"identities": [
           {"name": "attache", "credentials": [{"accessKey": "\(accessKey)", "secretKey": "\(secretKey)"}],
@@ -93,115 +83,13 @@ public final class SeaweedFS: @unchecked Sendable {  // pid and directory are fi
             "-s3", "-s3.port=\(ports[6])", "-s3.port.grpc=\(ports[7])", "-s3.port.iceberg=0", "-s3.port.lance=0",
             "-s3.config=\(directory)/s3.json", "-master.volumeSizeLimitMB=64", "-volume.max=8",
         ]
-        pid = try spawn(arguments, output: "\(directory)/weed.log")
         // Ready when the S3 port answers HTTP (403 to an anonymous listing is an answer).
-        let end = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < end {
-            if answersHTTP(port: s3Port) { return }
-            usleep(200_000)
-        }
-        stop()
-        throw OriginError("SeaweedFS did not answer on port \(s3Port) within 60 s (see \(directory)/weed.log)")
+        process = try ServerProcess(arguments, directory: directory, log: "weed.log", readyPort: s3Port, within: .seconds(60),
+                                    name: "SeaweedFS")
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its data.
     public func stop() {
-        guard pid > 0 else { return }
-        terminate(pid)
-        pid = 0
-        removeTree(directory)
+        process.stop()
     }
-
-    deinit {
-        stop()
-    }
-}
-
-/// Whether something on 127.0.0.1:`port` answers a request with an HTTP status line within 1 s.
-func answersHTTP(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 1, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return false }
-    let request = Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-    guard request.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { return false }
-    var buffer = [UInt8](repeating: 0, count: 16)
-    let n = recv(fd, &buffer, buffer.count, 0)
-    return n >= 8 && Array(buffer.prefix(5)) == Array("HTTP/".utf8)
-}
-
-/// `count` distinct free TCP ports on 127.0.0.1 (held open together while chosen).
-func freePorts(_ count: Int) throws -> [Int] {
-    var sockets: [Int32] = []
-    defer { sockets.forEach { close($0) } }
-    var ports: [Int] = []
-    for _ in 0..<count {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw OriginError("socket failed") }
-        sockets.append(fd)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw OriginError("bind failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        ports.append(Int(UInt16(bigEndian: address.sin_port)))
-    }
-    return ports
-}
-
-/// Starts a program with its output (both streams) to a file; returns its pid.
-func spawn(_ arguments: [String], output: String) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
-    guard rc == 0 else { throw OriginError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
-    return pid
-}
-
-/// Stops a child: SIGTERM, then SIGKILL if it has not exited after 5 s; reaps it either way.
-func terminate(_ pid: pid_t) {
-    kill(pid, SIGTERM)
-    var status: Int32 = 0
-    for _ in 0..<50 {
-        if waitpid(pid, &status, WNOHANG) == pid { return }
-        usleep(100_000)
-    }
-    kill(pid, SIGKILL)
-    waitpid(pid, &status, 0)
-}
-
-/// rm -rf, for test directories.
-func removeTree(_ path: String) {
-    guard let entries = try? directoryEntries(path) else {
-        unlink(path)
-        return
-    }
-    for name in entries {
-        let child = "\(path)/\(name)"
-        var info = stat()
-        if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-    }
-    rmdir(path)
 }

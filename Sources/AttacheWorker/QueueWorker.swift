@@ -52,6 +52,7 @@ public struct QueueWorker: Service {
     public let configuration: QueueConfiguration
     public let enrichment: Enrichment
     let metrics: ServerMetrics
+    let queueMetrics: QueueMetrics
     let logger: Logger
     let state: WorkerState
 
@@ -60,6 +61,7 @@ public struct QueueWorker: Service {
         self.configuration = configuration
         self.enrichment = enrichment
         self.metrics = metrics
+        self.queueMetrics = QueueMetrics()
         self.state = state
         self.logger = logger
     }
@@ -139,10 +141,10 @@ public struct QueueWorker: Service {
         let metadata = message.metadata
         let sourceID = message.header("Nats-Msg-Id") ?? metadata.map { String($0.streamSequence) } ?? "unknown"
         let bytes = message.data
-        Counter(label: "attache_queue_consumed_total").increment()
+        queueMetrics.consumed.increment()
         if let metadata {
-            if metadata.delivered > 1 { Counter(label: "attache_queue_redelivered_total").increment() }
-            Gauge(label: "attache_queue_lag").record(Int64(metadata.pending))
+            if metadata.delivered > 1 { queueMetrics.redelivered.increment() }
+            queueMetrics.lag.record(Int64(metadata.pending))
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
@@ -168,13 +170,13 @@ public struct QueueWorker: Service {
             let duplicate = try await publishers.run { _ in
                 try connection.publish(c.outputSubject, out, headers: headers, timeout: c.publishTimeout)
             }
-            Counter(label: duplicate ? "attache_queue_duplicates_total" : "attache_queue_published_total").increment()
+            (duplicate ? queueMetrics.duplicates : queueMetrics.published).increment()
             message.ack()
         } catch {
             // Not acked: delivered again (here or to another worker) after a pause; the output
             // stream drops the republish if this one did land.
             logger.warning("publish failed; the message will be redelivered", metadata: ["attache.source_id": "\(sourceID)", "error": "\(error)"])
-            Counter(label: "attache_queue_publish_failures_total").increment()
+            queueMetrics.publishFailures.increment()
             message.nak(delay: .seconds(1))
         }
     }
@@ -190,6 +192,23 @@ public struct QueueWorker: Service {
     static func remaining(deadline: Duration, publishedNs: Int64?, nowNs: Int64 = wallClockNs()) -> Duration {
         guard let publishedNs else { return deadline }
         return deadline - .nanoseconds(nowNs - publishedNs)
+    }
+}
+
+/// The worker's own metrics, made once: every message touches several, and making one looks it up
+/// in the registry under a lock.
+struct QueueMetrics: Sendable {
+    let consumed, redelivered, published, duplicates, publishFailures: Counter
+    /// Messages still waiting for the consumer, as the last one delivered said.
+    let lag: Gauge
+
+    init(factory: any MetricsFactory = MetricsSystem.factory) {
+        consumed = Counter(label: "attache_queue_consumed_total", factory: factory)
+        redelivered = Counter(label: "attache_queue_redelivered_total", factory: factory)
+        published = Counter(label: "attache_queue_published_total", factory: factory)
+        duplicates = Counter(label: "attache_queue_duplicates_total", factory: factory)
+        publishFailures = Counter(label: "attache_queue_publish_failures_total", factory: factory)
+        lag = Gauge(label: "attache_queue_lag", factory: factory)
     }
 }
 

@@ -88,15 +88,8 @@ int attache_nats_ensure_stream(attache_nats *n, const char *name, const char *su
                                int64_t *duplicates, char *error, size_t size) {
     jsStreamInfo *si = NULL;
     jsErrCode code = 0;
-    // Twice: a worker starting beside this one may make the stream between our look and our add.
-    for (int attempt = 0; attempt < 2; attempt++) {
-        natsStatus s = js_GetStreamInfo(&si, n->js, name, NULL, &code);
-        if (s == NATS_OK) {
-            *duplicates = si->Config->Duplicates;
-            jsStreamInfo_Destroy(si);
-            return 0;
-        }
-        if (s != NATS_NOT_FOUND && code != JSStreamNotFoundErr) return fail(error, size, "stream info", s, code);
+    natsStatus s = js_GetStreamInfo(&si, n->js, name, NULL, &code);
+    if (s != NATS_OK && (s == NATS_NOT_FOUND || code == JSStreamNotFoundErr)) {
         jsStreamConfig cfg;
         jsStreamConfig_Init(&cfg);
         const char *subjects[1] = {subject};
@@ -107,14 +100,15 @@ int attache_nats_ensure_stream(attache_nats *n, const char *name, const char *su
         cfg.Duplicates = window;
         code = 0;
         s = js_AddStream(&si, n->js, &cfg, NULL, &code);
-        if (s == NATS_OK) {
-            *duplicates = si->Config->Duplicates;
-            jsStreamInfo_Destroy(si);
-            return 0;
+        if (s != NATS_OK) {  // a worker starting beside this one made it first?
+            code = 0;
+            s = js_GetStreamInfo(&si, n->js, name, NULL, &code);
         }
-        if (attempt == 1) return fail(error, size, "add stream", s, code);
     }
-    return -1;
+    if (s != NATS_OK) return fail(error, size, "stream", s, code);
+    *duplicates = si->Config->Duplicates;
+    jsStreamInfo_Destroy(si);
+    return 0;
 }
 
 int attache_nats_pull_subscribe(attache_nats *n, attache_nats_sub **out, const char *stream, const char *subject,

@@ -6,18 +6,14 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 python=${ATTACHE_PYTHON:-.build/tools/bin/python}
-nats_server=${ATTACHE_NATS_SERVER:-/usr/sbin/nats-server}
+source "$(dirname "$0")/nats.sh"
 pids=()
 trap 'kill -9 "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-[ -x "$nats_server" ] || { echo "FAIL: no nats-server at $nats_server: run make test-deps"; exit 1; }
 "$python" -c 'import nats' 2>/dev/null || { echo "FAIL: no nats-py in $python: run make test-deps"; exit 1; }
 pipeline() { "$python" Samples/queue/pipeline.py "$@"; }
 
-nport=$(free_port) mport=$(free_port)
-"$nats_server" -js -a 127.0.0.1 -p "$nport" -m "$mport" -sd "$tmp/js" > "$tmp/nats.log" 2>&1 &
-pids+=($!)
-nats=nats://127.0.0.1:$nport
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$mport/healthz" && break; sleep 0.1; done
+start_nats "$tmp" || { echo "FAIL: no nats-server"; exit 1; }
+pids+=("$nats_pid")
 # The origin: one that logs every request, to count fetches.
 port=$(free_port)
 python3 -m http.server --bind 127.0.0.1 "$port" --directory Samples/media > "$tmp/origin.log" 2>&1 &

@@ -122,7 +122,7 @@ public struct BatchRunner: Sendable {
                     state.done += 1
                     written += 1
                 }
-                if commit.isDue { try commit.flush(); state.commits += 1 }
+                if commit.isDue { try commit.flush(); state.commits = commit.commits }
                 if next < pending.count {
                     group.addTask(operation: Self.enrich(pending[next], index: next, with: enrichment))
                     next += 1
@@ -135,7 +135,8 @@ public struct BatchRunner: Sendable {
                 }
             }
         }
-        if try commit.flush(final: true) { state.commits += 1 }
+        try commit.flush(final: true)
+        state.commits = commit.commits
         state.elapsed = start.duration(to: .now)
         progress(state)
         return state
@@ -177,8 +178,9 @@ public struct BatchRunner: Sendable {
         switch answer {
         case .emitted(let emission):
             if configuration.outputIsDirectory {
-                file = "\(configuration.output)/\(item.name)"
-                try writeFileAtomically("\(configuration.output)/\(item.name)", emission.bytes)
+                let path = "\(configuration.output)/\(item.name)"
+                try writeFileAtomically(path, emission.bytes)
+                file = path
             } else {
                 try output?.append(Self.oneLine(emission.bytes))
             }
@@ -232,6 +234,8 @@ struct LedgerCommit {
     private var lines: [[UInt8]] = []
     private var files: [String] = []
     private var last = ContinuousClock.now
+    /// How many commits wrote lines.
+    private(set) var commits = 0
 
     init(outputDirectory: String?, outputs: [LineFile], ledger: LineFile) {
         self.outputDirectory = outputDirectory
@@ -247,10 +251,8 @@ struct LedgerCommit {
     var isDue: Bool { lines.count >= 512 || (!lines.isEmpty && ContinuousClock.now - last >= .seconds(1)) }
 
     /// Syncs the outputs, then writes the waiting ledger lines; `final` syncs the ledger too.
-    /// Returns whether there was anything to commit.
-    @discardableResult
-    mutating func flush(final: Bool = false) throws -> Bool {
-        guard !lines.isEmpty else { return false }
+    mutating func flush(final: Bool = false) throws {
+        guard !lines.isEmpty else { return }
         for output in outputs { try output.sync() }
         for file in files { try syncFile(file) }
         if let outputDirectory, !files.isEmpty { try syncDirectory(outputDirectory) }
@@ -259,6 +261,6 @@ struct LedgerCommit {
         lines = []
         files = []
         last = .now
-        return true
+        commits += 1
     }
 }

@@ -26,7 +26,7 @@ final class LineFile {
         fd = open(path, flags, 0o644)
         self.lines = kept
         guard fd >= 0 else { throw BatchError("cannot write \(path)") }
-        for line in kept { try append(line) }
+        try append(contentsOf: kept)
     }
 
     /// The complete lines the file had when it was opened (and kept).

@@ -1,0 +1,142 @@
+import AttacheSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real server a process-level test starts (SeaweedFS, NATS): a child process with a temp
+/// directory of its own, ready once its HTTP port answers, stopped by `stop()` or when released
+/// (its directory removed either way).
+final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(), which is idempotent
+    let directory: String
+    private var pid: pid_t
+
+    /// Starts `arguments` with its output in DIRECTORY/`log` and waits up to `within` for
+    /// `readyPort` to answer HTTP; stops it and throws if it does not.
+    init(_ arguments: [String], directory: String, log: String, readyPort: Int, within: Duration, name: String) throws {
+        self.directory = directory
+        pid = try spawn(arguments, output: "\(directory)/\(log)")
+        let end = ContinuousClock.now + within
+        while ContinuousClock.now < end {
+            if answersHTTP(port: readyPort) { return }
+            usleep(100_000)
+        }
+        stop()
+        throw OriginError("\(name) did not answer on port \(readyPort) within \(within) (see \(directory)/\(log))")
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its directory.
+    func stop() {
+        guard pid > 0 else { return }
+        terminate(pid)
+        pid = 0
+        removeTree(directory)
+    }
+
+    deinit {
+        stop()
+    }
+}
+
+/// Runs `body` with a server `start` makes, stopped when `body` returns or throws. Starting (and
+/// stopping) waits for seconds: on `threads`, never on a thread the tests' own work runs on.
+func withServer<S: Sendable, T: Sendable>(on threads: BlockingPool, start: @escaping @Sendable () throws -> S,
+                                          stop: @escaping @Sendable (S) -> Void, _ body: (S) async throws -> T) async throws -> T {
+    let server = try await threads.run { _ in try start() }
+    do {
+        let result = try await body(server)
+        _ = try? await threads.run { _ in stop(server) }
+        return result
+    } catch {
+        _ = try? await threads.run { _ in stop(server) }
+        throw error
+    }
+}
+
+/// Whether something on 127.0.0.1:`port` answers a request with an HTTP status line within 1 s.
+func answersHTTP(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 1, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return false }
+    let request = Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+    guard request.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { return false }
+    var buffer = [UInt8](repeating: 0, count: 16)
+    let n = recv(fd, &buffer, buffer.count, 0)
+    return n >= 8 && Array(buffer.prefix(5)) == Array("HTTP/".utf8)
+}
+
+/// `count` distinct free TCP ports on 127.0.0.1 (held open together while chosen).
+func freePorts(_ count: Int) throws -> [Int] {
+    var sockets: [Int32] = []
+    defer { sockets.forEach { close($0) } }
+    var ports: [Int] = []
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw OriginError("socket failed") }
+        sockets.append(fd)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw OriginError("bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        ports.append(Int(UInt16(bigEndian: address.sin_port)))
+    }
+    return ports
+}
+
+/// Starts a program with its output (both streams) to a file; returns its pid.
+func spawn(_ arguments: [String], output: String) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
+    guard rc == 0 else { throw OriginError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
+    return pid
+}
+
+/// Stops a child: SIGTERM, then SIGKILL if it has not exited after 5 s; reaps it either way.
+func terminate(_ pid: pid_t) {
+    kill(pid, SIGTERM)
+    var status: Int32 = 0
+    for _ in 0..<50 {
+        if waitpid(pid, &status, WNOHANG) == pid { return }
+        usleep(100_000)
+    }
+    kill(pid, SIGKILL)
+    waitpid(pid, &status, 0)
+}
+
+/// rm -rf, for test directories.
+func removeTree(_ path: String) {
+    guard let entries = try? directoryEntries(path) else {
+        unlink(path)
+        return
+    }
+    for name in entries {
+        let child = "\(path)/\(name)"
+        var info = stat()
+        if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
+    }
+    rmdir(path)
+}
