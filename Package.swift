@@ -11,6 +11,8 @@ let package = Package(
         // by default); the executables keep their lower-case names as products.
         .executable(name: "attache", targets: ["AttacheCLI"]),
         .executable(name: "attache-serve", targets: ["AttacheServe"]),
+        // The sandboxed decoder helper the service, the worker and batch run their decoding in.
+        .executable(name: "attache-decode", targets: ["AttacheDecode"]),
         // What an extension author imports: the runtime and extension API, the payload model, and
         // the fetch engine (an extension that fetches its own content uses it too).
         .library(name: "Attache", targets: ["Attache", "AttachePayload", "AttacheFetch"]),
@@ -51,6 +53,10 @@ let package = Package(
             dependencies: ["CJPEG", "CPNG", "CGIF"],
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif")]
         ),
+        // The decoder helper's sandbox: rlimits, no new privileges, a libseccomp filter.
+        .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
+        // Starting that helper with nothing of the service's but its socket.
+        .target(name: "CSpawn"),
         // Probe and poster frames on FFmpeg; its macros stay in here.
         .target(
             name: "CVideoCodecs",
@@ -67,10 +73,18 @@ let package = Package(
         .target(name: "AttacheSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", dependencies: ["AttacheSupport", "AttacheFetch"], swiftSettings: strict),
+        // Decoding in sandboxed helper processes: the pool that starts, feeds and replaces them.
+        .target(
+            name: "AttacheIsolation",
+            dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CSpawn", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // attache-decode, the helper: AttacheMedia's decoders behind CSandbox, jobs over a socket.
+        .executableTarget(name: "AttacheDecode", dependencies: ["AttacheMedia", "AttachePayload", "CSandbox"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [
-                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
+                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport", "AttacheIsolation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -113,7 +127,7 @@ let package = Package(
         .target(
             name: "AttacheCommandLine",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttacheStore", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -124,7 +138,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheCLI",
             dependencies: [
-                "Attache", "AttacheTools", "AttacheCommandLine", "AttacheTesting", "AttacheSupport",
+                "Attache", "AttacheTools", "AttacheCommandLine", "AttacheIsolation", "AttacheTesting", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -163,6 +177,8 @@ let package = Package(
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
+        // AttacheDecode: the helper is built before the tests that start it.
+        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting"]),
         .testTarget(
             name: "AttacheTests",
             dependencies: ["Attache", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]

@@ -1,4 +1,5 @@
 import AttacheFetch
+import AttacheIsolation
 import AttacheMedia
 import AttachePayload
 import AttacheStore
@@ -29,6 +30,10 @@ public struct EnrichmentOptions: Sendable {
     public var proxy: String?
     /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
     public var maxMediaJobs = 32
+    /// Where downloaded media is parsed: in sandboxed helper processes, or in this one.
+    public var isolation: Isolation = .inProcess
+    /// The helpers, with `.process`.
+    public var decoders = DecoderPool.Configuration()
 
     public init() {}
 }
@@ -41,8 +46,14 @@ public struct Enrichment: Sendable {
     public let scratch: ScratchSpace
     /// An object store's own fetch engine (store traffic is not media traffic).
     let storeEngine: FetchEngine?
+    /// The sandboxed decoders, with `.process` isolation.
+    public let decoderPool: DecoderPool?
 
+    /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
+    /// and a sandboxed decoder cannot be started.
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
+        // First: a helper that cannot sandbox itself stops the command before anything is made.
+        decoderPool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
         scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
         let store: any MediaStore
         if let (location, endpoint) = options.objectStore {
@@ -66,7 +77,7 @@ public struct Enrichment: Sendable {
         )
         services = MediaServices(engine: engine, store: store, configuration: configuration,
                                  attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
-                                 maxMediaJobs: options.maxMediaJobs)
+                                 maxMediaJobs: options.maxMediaJobs, decoder: decoderPool)
         runtime = Self.runtime(options)
     }
 
@@ -98,6 +109,7 @@ public struct Enrichment: Sendable {
     /// Stops the fetch engine and removes this process's temp files, however many bodies are
     /// still referenced (an abandoned decode's, say).
     public func shutdown() {
+        decoderPool?.shutdown()
         services.engine.shutdown()
         storeEngine?.shutdown()
         scratch.removeAll()
@@ -105,6 +117,7 @@ public struct Enrichment: Sendable {
 
     /// The same, suspending while the engine stops (what a service group's member does).
     public func shutdownGracefully() async {
+        decoderPool?.shutdown()
         await services.engine.shutdownGracefully()
         await storeEngine?.shutdownGracefully()
         scratch.removeAll()

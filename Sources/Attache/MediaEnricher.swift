@@ -25,11 +25,14 @@ public struct EnrichConfiguration: Sendable {
     }
 }
 
-/// What every payload's enricher shares: the fetch engine, the store, the decoder threads.
+/// What every payload's enricher shares: the fetch engine, the store, the decoders.
 public final class MediaServices: Sendable {
     public let engine: FetchEngine
     public let store: any MediaStore
+    /// Threads for blocking work of this process (reading a spilled body).
     public let pool: BlockingPool
+    /// Where downloaded bytes are parsed: this process's threads, or sandboxed helpers.
+    public let decoder: any MediaDecoder
     public let configuration: EnrichConfiguration
     public let attachmentsKey: String
     /// Results by media URL and render options, shared by every payload (nil: no cache).
@@ -39,18 +42,18 @@ public final class MediaServices: Sendable {
     /// must not hold the slots that other origins' media need (per-origin fairness is the fetch
     /// engine's, and would not survive a shared slot held through downloads).
     let mediaJobs: AsyncSemaphore
-    let pipeline: ImagePipeline
 
+    /// `decoder` defaults to decoding on `pool`, in this process.
     public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
-                cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared) {
+                cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared, decoder: (any MediaDecoder)? = nil) {
         self.engine = engine
         self.store = store
         self.cache = cache
         self.mediaJobs = AsyncSemaphore(maxMediaJobs)
         self.pool = pool
+        self.decoder = decoder ?? InProcessDecoder(pool: pool)
         self.configuration = configuration
         self.attachmentsKey = attachmentsKey
-        self.pipeline = ImagePipeline(limits: configuration.limits)
     }
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
@@ -157,7 +160,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     /// Marks one attachment failed, and logs it (once: each attachment fails at most once).
-    private func fail(_ index: Int, _ reason: Reason, _ message: String) {
+    private func fail(_ index: Int, _ reason: Reason, _ message: String, detail: String? = nil) {
         let now = since()
         let (logger, report) = state.withLock { ($0.request?.logger, $0.reports[index]) }
         logger?.info("attachment failed", metadata: [
@@ -168,6 +171,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             $0.outcome = .failed
             $0.reason = reason
             $0.message = message
+            $0.detail = detail
             // A transfer that did not finish still shows where its time went.
             let t = $0.timings
             if let start = t.fetchStart, t.dns + t.connect + t.tls + t.firstByte + t.download == 0, t.inspectStart == nil {
@@ -223,7 +227,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             if Task.isCancelled || error is CancellationError {
                 fail(index, .timeout, "cancelled at the deadline")
             } else {
-                fail(index, reason, message)
+                fail(index, reason, message, detail: (error as? MediaError)?.detail)
             }
         }
     }
@@ -324,31 +328,33 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var thumbnail: RenderedImage?
     }
 
-    private func renderImage(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
-        let pipeline = services.pipeline
-        let inspectStart = ContinuousClock.now
-        let inspectOffset = since()
-        let (bytes, header) = try await services.pool.run { _ in
-            let bytes = try fetched.body.readAll()
-            return (bytes, try pipeline.inspect(bytes, format: format))
-        }
+    /// The body's bytes (read from its file when it spilled), and the report's kind and format,
+    /// as sniffed, before any decoding.
+    private func load(_ fetched: FetchResult, format: MediaFormat, index: Int) async throws -> [UInt8] {
         update(index) { r in
-            r.kind = header.format.kind.rawValue
-            r.format = header.format.rawValue
-            r.timings.inspectStart = inspectOffset
-            r.timings.inspect = inspectStart.duration(to: .now).milliseconds
+            r.kind = format.kind.rawValue
+            r.format = format.rawValue
         }
-        var renderOptions = services.configuration.render
-        renderOptions.clip = media.options.clippingRect
-        let options = renderOptions
-        let renderStart = ContinuousClock.now
-        let renderOffset = since()
-        let rendition = try await services.pool.run { abort in
-            try pipeline.render(bytes, header: header, options: options, abort: abort)
-        }
-        update(index) {
-            $0.timings.renderStart = renderOffset
-            $0.timings.render = renderStart.duration(to: .now).milliseconds
+        return try await services.pool.run { _ in try fetched.body.readAll() }
+    }
+
+    private func renderImage(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
+        let bytes = try await load(fetched, format: format, index: index)
+        var options = services.configuration.render
+        options.clip = media.options.clippingRect
+        let start = ContinuousClock.now
+        let offset = since()
+        let (rendition, inspectMs, renderMs) = try await services.decoder.image(bytes, format: format, options: options,
+                                                                               limits: services.configuration.limits)
+        let header = rendition.header
+        // Inspect is the decoder's own measure; render is the rest of the job as waited for
+        // (with isolation, the trip to the helper and back too).
+        let total = start.duration(to: .now).milliseconds
+        update(index) { r in
+            r.timings.inspectStart = offset
+            r.timings.inspect = inspectMs
+            r.timings.renderStart = offset + inspectMs
+            r.timings.render = max(renderMs, total - inspectMs)
         }
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
@@ -360,20 +366,17 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
-        let pipeline = VideoPipeline(limits: services.configuration.limits, posterMode: services.configuration.posterMode)
-        var renderOptions = services.configuration.render
-        renderOptions.clip = media.options.clippingRect
-        let options = renderOptions
+        let bytes = try await load(fetched, format: format, index: index)
+        var options = services.configuration.render
+        options.clip = media.options.clippingRect
         let start = ContinuousClock.now
         let offset = since()
-        let (bytes, movie) = try await services.pool.run { abort in
-            let bytes = try fetched.body.readAll()
-            return (bytes, try pipeline.render(bytes, format: format, options: options, time: media.options.thumbnailTime, abort: abort))
-        }
+        let configuration = services.configuration
+        let movie = try await services.decoder.movie(bytes, format: format, options: options, time: media.options.thumbnailTime,
+                                                     posterMode: configuration.posterMode, limits: configuration.limits)
         let facts = movie.facts
         update(index) { r in
             r.kind = facts.kind.rawValue
-            r.format = facts.format.rawValue
             r.timings.renderStart = offset
             r.timings.render = start.duration(to: .now).milliseconds
         }
@@ -381,7 +384,6 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                         width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,
                         duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
     }
-
 }
 
 /// The format the media policy sniffed in the fetch engine, for the stages after it.

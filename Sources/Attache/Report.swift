@@ -49,6 +49,9 @@ public struct AttachmentReport: Sendable, Equatable {
     public var outcome: AttachmentOutcome
     public var reason: Reason?
     public var message: String?
+    /// Tells failures of one reason apart where it matters: `decoder-crashed` (the decoder died on
+    /// the file, rather than refusing it), `decoder-cpu-limit`.
+    public var detail: String?
     public var kind: String?
     public var format: String?
     public var bytes: Int?
@@ -72,6 +75,7 @@ public struct AttachmentReport: Sendable, Equatable {
         o["outcome"] = .string(outcome.description)
         o["reason"] = reason.map { .string($0.description) } ?? .null
         if let message { o["message"] = .string(message) }
+        if let detail { o["detail"] = .string(detail) }
         o["kind"] = kind.map(JSONValue.string) ?? .null
         o["format"] = format.map(JSONValue.string) ?? .null
         o["bytes"] = bytes.map(JSONValue.int) ?? .null

@@ -2,6 +2,7 @@ import ArgumentParser
 import AttacheCommandLine
 import Attache
 import AttacheFetch
+import AttacheIsolation
 import AttacheMedia
 import AttachePayload
 import Logging
@@ -43,7 +44,7 @@ struct Enrich: AsyncParsableCommand {
             printError("attache: \(error)")
             throw ExitCode(2)
         }
-        let options = try enrich.options()
+        let options = try enrich.options(defaultIsolation: .inProcess)
         let runtime = Enrichment.runtime(options)
         // Exactly one payload out: whoever claims the emission first — the enrichment, or a
         // SIGTERM/SIGINT that comes before it — writes it.
@@ -66,11 +67,12 @@ struct Enrich: AsyncParsableCommand {
         do {
             enrichment = try Enrichment(options: options)
         } catch {
-            // The store cannot be used (say, the media directory cannot be made): the payload
-            // still goes out, unchanged, with the reason.
+            // The store cannot be used (say, the media directory cannot be made), or the decoder
+            // sandbox asked for cannot be started: the payload still goes out, unchanged, with
+            // the reason.
             printError("attache: \(error)")
             let emission: Emission
-            do { emission = try runtime.passOn(input, reason: .storeFailed) } catch {
+            do { emission = try runtime.passOn(input, reason: error is IsolationError ? .extensionFailed : .storeFailed) } catch {
                 printError("attache: \(file): \(error)")
                 throw ExitCode(2)
             }

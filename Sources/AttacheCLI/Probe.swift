@@ -14,15 +14,23 @@ struct Probe: AsyncParsableCommand {
     @Argument(help: "A movie or sound file (MP4, MOV, M4A, AVI, MPEG, MP3, WAV, AIFF, WebM…).")
     var file: String
 
+    @OptionGroup var isolation: IsolationOptionGroup
+
     func run() async throws {
         let input = try InputFile(file)
         do {
-            let facts = try input.withUnsafeBytes { try VideoPipeline().probe($0) }
+            let facts: MediaFacts
+            if let pool = try isolation.pool() {
+                defer { pool.shutdown() }
+                facts = try await pool.probe(input.withUnsafeBytes { Array($0) }, limits: MediaLimits())
+            } else {
+                facts = try input.withUnsafeBytes { try VideoPipeline().probe($0) }
+            }
             writeStdout(JSONWriter.bytes(facts.json) + [0x0a])
         } catch let error as MediaError {
-            writeStdout(JSONWriter.bytes(.object(JSONObject([
-                "verdict": .string(error.code.description), "reason": .string(error.message),
-            ]))) + [0x0a])
+            var answer = JSONObject(["verdict": .string(error.code.description), "reason": .string(error.message)])
+            if let detail = error.detail { answer["detail"] = .string(detail) }
+            writeStdout(JSONWriter.bytes(.object(answer)) + [0x0a])
             throw ExitCode(1)
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttacheCommandLine
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,21 +30,12 @@ enum ServerLauncher {
     /// Replaces this process with the service; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {
         let argv = ([name] + arguments).map { strdup($0) } + [nil]
-        if let beside = besideThisExecutable() {
+        if let beside = pathBesideThisExecutable(name) {
             execv(beside, argv)
         }
         execvp(name, argv)
         printError("attache: cannot run \(name) (looked beside attache and in PATH): \(String(cString: strerror(errno)))")
         exit(1)
-    }
-
-    private static func besideThisExecutable() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        let path = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        return path[..<slash] + "/" + name
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttacheCommandLine
+import AttacheIsolation
 import AttacheMedia
 import AttacheSupport
 
@@ -25,23 +26,56 @@ struct Thumbnail: AsyncParsableCommand {
     @Option(help: "Movies: fast (keyframe at or before the time) or exact (first frame at or after it).")
     var poster: PosterMode = .fast
 
+    @OptionGroup var isolation: IsolationOptionGroup
+
     func run() async throws {
         let input = try InputFile(file)
         let options = RenderOptions(thumbnailSize: size, displaySize: Int.max)
         do {
-            let thumbnail: RenderedImage = try input.withUnsafeBytes { bytes in
+            let thumbnail: RenderedImage?
+            if let pool = try isolation.pool() {
+                defer { pool.shutdown() }
+                let bytes = input.withUnsafeBytes { Array($0) }
                 if Sniffer.sniff(bytes)?.kind == .image {
-                    let pipeline = ImagePipeline()
-                    return try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options).thumbnail
+                    thumbnail = try await pool.image(bytes, format: nil, options: options, limits: MediaLimits()).rendition.thumbnail
+                } else {
+                    thumbnail = try await pool.movie(bytes, format: nil, options: options, time: time, posterMode: poster,
+                                                     limits: MediaLimits()).thumbnail
                 }
-                let movie = try VideoPipeline(posterMode: poster).render(bytes, options: options, time: time)
-                guard let t = movie.thumbnail else { throw MediaError(.unsupportedType, "a sound has no picture") }
-                return t
+            } else {
+                // In this process, on the mapped file (no copy).
+                thumbnail = try input.withUnsafeBytes { bytes in
+                    if Sniffer.sniff(bytes)?.kind == .image {
+                        let pipeline = ImagePipeline()
+                        return try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options).thumbnail
+                    }
+                    return try VideoPipeline(posterMode: poster).render(bytes, options: options, time: time).thumbnail
+                }
             }
+            guard let thumbnail else { throw MediaError(.unsupportedType, "a sound has no picture") }
             try writeFile(output, thumbnail.bytes)
             writeStdout(Array("\(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue)\n".utf8))
         } catch let error as MediaError {
-            printError("attache: \(file): \(error)")
+            printError("attache: \(file): \(error)\(error.detail.map { " (\($0))" } ?? "")")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `--isolation` for the one-shot commands that decode a file (`thumbnail`, `probe`): in this
+/// process by default (a helper started for one file would cost more than it protects).
+struct IsolationOptionGroup: ParsableArguments {
+    @Option(help: "Decode in this process (in-process, the default for one file) or in a sandboxed attache-decode helper (process).")
+    var isolation: Isolation = .inProcess
+
+    /// A one-helper pool when isolation is asked for; an error at start when the helper cannot
+    /// run or sandbox itself.
+    func pool() throws -> DecoderPool? {
+        guard isolation == .process else { return nil }
+        do {
+            return try DecoderPool(configuration: .init(helpers: 1))
+        } catch {
+            printError("attache: \(error)")
             throw ExitCode(1)
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheIsolation
 import Attache
 import AttacheFetch
 import AttacheMedia
@@ -15,3 +16,4 @@ public func parseCIDR(_ text: String) throws -> CIDR {
 
 extension TimeoutPolicy: ExpressibleByArgument {}
 extension PosterMode: ExpressibleByArgument {}
+extension Isolation: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheFetch
+import AttacheIsolation
 import AttacheMedia
 import AttacheStore
 
@@ -52,10 +53,18 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Media decoded, rendered and stored at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
     var maxMediaJobs: Int?
 
+    @Option(help: "Where downloaded media is decoded: process (sandboxed attache-decode helpers, found beside this executable: a crash or a bomb costs one attachment) or in-process [ATTACHE_ISOLATION; default process for serve, worker and batch, in-process for enrich and timeline].")
+    var isolation: Isolation?
+
+    @Option(help: "Decoder helpers kept running with --isolation process, each decoding one file at a time [ATTACHE_DECODERS, default one per core].")
+    var decoders: Int?
+
     public init() {}
 
-    /// The options, flags first, then `settings`; `defaultDeadline` is the command's own.
-    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = .seconds(10)) throws -> EnrichmentOptions {
+    /// The options, flags first, then `settings`; `defaultDeadline` and `defaultIsolation` are
+    /// the command's own.
+    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = .seconds(10),
+                        defaultIsolation: Isolation = .process) throws -> EnrichmentOptions {
         var options = EnrichmentOptions()
         options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
@@ -91,6 +100,9 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: options.posterMode)
         options.maxMediaJobs = try settings.int(maxMediaJobs, "ATTACHE_MAX_MEDIA_JOBS", option: "--max-media-jobs",
                                                 default: options.maxMediaJobs, in: 1...1024)
+        options.isolation = try settings.choice(isolation, "ATTACHE_ISOLATION", default: defaultIsolation)
+        options.decoders.helpers = try settings.int(decoders, "ATTACHE_DECODERS", option: "--decoders",
+                                                    default: options.decoders.helpers, in: 1...256)
         return options
     }
 }

@@ -9,7 +9,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
             case tooLarge = "too-large"
         }
         package let base: Base
-        private init(_ base: Base) { self.base = base }
+        package init(_ base: Base) { self.base = base }
         /// A kind iOS cannot show (WebP, HEIC, an HTML page…).
         public static let unsupportedType = Code(.unsupportedType)
         /// Truncated, corrupt, or not what it claims.
@@ -23,10 +23,14 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// What a report adds to the reason when it helps tell cases apart: `decoder-crashed` when
+    /// the decoder process died on the file rather than refusing it.
+    public let detail: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, detail: String? = nil) {
         self.code = code
         self.message = message
+        self.detail = detail
     }
 
     public var description: String { "\(code): \(message)" }

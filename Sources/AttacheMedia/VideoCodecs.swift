@@ -29,6 +29,14 @@ struct PosterRequest {
 }
 
 enum VideoCodecs {
+    /// FFmpeg's libraries, loaded now (they are otherwise loaded by the first movie).
+    static func load() throws {
+        var message = [CChar](repeating: 0, count: 160)
+        guard attache_video_load(&message, message.count) != 0 else {
+            throw MediaError(.unsupportedType, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+    }
+
     private static func check(_ status: attache_status, _ options: inout attache_media_options, what: String) throws {
         let message = withUnsafeBytes(of: &options.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         switch status {

@@ -82,6 +82,11 @@ public struct VideoPipeline: Sendable {
         self.maxExactFrames = maxExactFrames
     }
 
+    /// Loads FFmpeg now: what a sandboxed decoder does before it may no longer open files.
+    public static func loadLibraries() throws {
+        try VideoCodecs.load()
+    }
+
     static func demuxer(for format: MediaFormat) -> String? {
         switch format {
         case .mp4, .mov, .m4a: return "mov"

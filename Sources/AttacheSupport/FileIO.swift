@@ -11,11 +11,12 @@ public struct FileReadError: Error, CustomStringConvertible {
 }
 
 /// Reads everything from an open descriptor: a regular file in one allocation of its size,
-/// anything else (a pipe, a terminal) in chunks until end of file.
+/// anything else (a pipe, a terminal, a /proc file, whose size reads as 0) in chunks until end of
+/// file.
 public func readAll(fd: Int32, name: String) throws -> [UInt8] {
     func failure() -> FileReadError { FileReadError(description: "cannot read \(name): \(String(cString: strerror(errno)))") }
     var info = stat()
-    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 {
         let size = Int(info.st_size)
         return try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             while count < size {

@@ -119,6 +119,12 @@ static attache_status measure_sound(attache_media *m, int stream, attache_media_
     return ATTACHE_OK;
 }
 
+int attache_video_load(char *message, size_t size) {
+    if (!attache_ffmpeg_load(message, size)) return 0;
+    FF(av_log_set_level)(AV_LOG_QUIET);
+    return 1;
+}
+
 attache_status attache_media_open(const uint8_t *data, size_t length, attache_media_options *o,
                                   attache_media **out, attache_media_facts *facts) {
     *out = NULL;

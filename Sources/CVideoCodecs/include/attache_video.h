@@ -35,6 +35,10 @@ typedef struct {
 
 typedef struct attache_media attache_media;
 
+/// Loads FFmpeg's libraries now rather than at the first file (the decoder helper does, before its
+/// sandbox forbids opening them). 1 on success; 0 with a message.
+int attache_video_load(char *message, size_t size);
+
 /// Opens and probes; on success `*out` must be closed with attache_media_close.
 attache_status attache_media_open(const uint8_t *data, size_t length, attache_media_options *options,
                                   attache_media **out, attache_media_facts *facts);

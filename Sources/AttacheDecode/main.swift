@@ -1,0 +1,97 @@
+// attache-decode: the sandboxed decoder helper. Started by Attache's decoder pool (never by hand)
+// with a socket on descriptor 0; it loads its libraries, enters its sandbox (rlimits, no new
+// privileges, a seccomp filter: see CSandbox), says it is ready, then answers jobs one at a time
+// until the socket closes. It opens no file and no socket: the media comes in over the socket and
+// the renditions go back the same way.
+import AttacheMedia
+import AttachePayload
+internal import CSandbox
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Arguments {
+    var addressSpace: UInt64 = 0
+    var cpuSeconds: UInt64 = 0
+    var jobCPUSeconds: UInt64 = 0
+    /// Accept `{"op": "test"}` jobs that make a forbidden call: set only by the tests' pools, so
+    /// no job a service sends (and no media byte) can reach it.
+    var testOperations = false
+
+    init(_ arguments: [String]) {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--address-space": addressSpace = UInt64(rest.popFirst() ?? "") ?? 0
+            case "--cpu-seconds": cpuSeconds = UInt64(rest.popFirst() ?? "") ?? 0
+            case "--job-cpu-seconds": jobCPUSeconds = UInt64(rest.popFirst() ?? "") ?? 0
+            case "--test-operations": testOperations = true
+            default:
+                let text = "attache-decode: unknown argument \(flag); this helper is started by Attache's decoder pool\n"
+                _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+                exit(64)
+            }
+        }
+    }
+}
+
+let arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+let channel = FrameChannel(fd: 0, useSend: false, maxBytes: 1 << 30)
+
+func answer(_ frame: WireFrame) {
+    // The pool is gone (or killed us mid-write): nothing left to do.
+    do { try channel.write(frame) } catch { exit(0) }
+}
+
+// Everything that opens files happens before the filter: FFmpeg's libraries (dlopen).
+var message = [CChar](repeating: 0, count: 256)
+var failure: String?
+do {
+    try VideoPipeline.loadLibraries()
+} catch {
+    failure = "\(error)"
+}
+if failure == nil {
+    var limits = attache_sandbox_limits()
+    if arguments.addressSpace > 0 {
+        // The budget comes on top of what the process has mapped already (runtime, libraries).
+        limits.address_space = attache_sandbox_address_space_used() + arguments.addressSpace
+    }
+    limits.cpu_seconds = arguments.cpuSeconds
+    if attache_sandbox_enter(&limits, &message, message.count) != 0 {
+        failure = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+if let failure {
+    answer(WireFrame(JSONObject(["ready": .bool(false), "message": .string(failure)])))
+    exit(70)
+}
+answer(WireFrame(JSONObject(["ready": .bool(true)])))
+
+while true {
+    let frame: WireFrame
+    do {
+        guard let next = try channel.read() else { exit(0) }
+        frame = next
+    } catch {
+        exit(65)  // not a frame: the pool is not what started us
+    }
+    if arguments.jobCPUSeconds > 0 { attache_sandbox_allow_cpu(arguments.jobCPUSeconds) }
+    if arguments.testOperations, frame.header["op"] == .string("test"), let call = frame.header["call"]?.stringValue {
+        let rc = attache_sandbox_try(call)
+        let code = errno
+        answer(WireFrame(JSONObject(["ok": .bool(false), "code": .string("invalid-media"),
+                                     "message": .string("\(call) returned \(rc), errno \(code)"), "cpu_ms": .int(0)])))
+        continue
+    }
+    let result: Result<DecodeResult, MediaError>
+    do {
+        let job = try DecodeWire.job(frame)
+        result = .success(try job.perform())
+    } catch let error as MediaError {
+        result = .failure(error)
+    } catch {
+        result = .failure(MediaError(.invalidMedia, "\(error)"))
+    }
+    answer(DecodeWire.frame(result, cpuMs: Int(attache_sandbox_cpu_ms())))
+}

@@ -1,0 +1,300 @@
+import AttacheMedia
+import AttacheSupport
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where downloaded media is parsed.
+public enum Isolation: String, Sendable, CaseIterable {
+    /// In sandboxed `attache-decode` helpers (`DecoderPool`).
+    case process
+    /// On this process's threads (`InProcessDecoder`).
+    case inProcess = "in-process"
+}
+
+/// Decoding in sandboxed helper processes (`attache-decode`): a fixed set of warm helpers, each
+/// driven by a thread of its own, taking jobs in order. A helper that crashes, is killed or
+/// overruns a limit costs the job it was on — an `invalid-media` (`decoder-crashed`) or
+/// `limits-exceeded` error — and is replaced; every other job carries on. A job whose task is
+/// cancelled (the payload's deadline) ends at once: its helper is killed and replaced behind it.
+public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state behind its Mutex; the semaphore is thread-safe
+    public struct Configuration: Sendable {
+        /// The helper executable (default: `attache-decode` beside this process's executable).
+        public var helperPath: String
+        /// Helpers, each decoding one job at a time (default: one per core).
+        public var helpers: Int
+        /// Address space each helper may map on top of its libraries (RLIMIT_AS), bytes.
+        public var addressSpace: Int
+        /// CPU seconds one job may use (a soft RLIMIT_CPU: SIGXCPU past it).
+        public var jobCPUSeconds: Int
+        /// CPU seconds a helper may use in its life (the hard limit); it is replaced past half.
+        public var lifetimeCPUSeconds: Int
+        /// Jobs a helper takes before it is replaced (what one file did to its heap does not
+        /// stay for long).
+        public var jobsPerHelper: Int
+        /// How long a helper may take to start and sandbox itself.
+        public var startTimeout: Duration
+        /// Start helpers that accept test jobs making forbidden calls (tests only).
+        var testOperations = false
+
+        public init(helperPath: String? = nil, helpers: Int? = nil, addressSpace: Int = 1 << 30, jobCPUSeconds: Int = 30,
+                    lifetimeCPUSeconds: Int = 600, jobsPerHelper: Int = 1000, startTimeout: Duration = .seconds(10)) {
+            self.helperPath = helperPath ?? pathBesideThisExecutable("attache-decode") ?? "attache-decode"
+            self.helpers = max(1, helpers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+            self.addressSpace = addressSpace
+            self.jobCPUSeconds = jobCPUSeconds
+            self.lifetimeCPUSeconds = max(jobCPUSeconds * 2, lifetimeCPUSeconds)
+            self.jobsPerHelper = max(1, jobsPerHelper)
+            self.startTimeout = startTimeout
+        }
+
+        var arguments: [String] {
+            var a = ["--address-space", "\(addressSpace)", "--cpu-seconds", "\(lifetimeCPUSeconds)", "--job-cpu-seconds", "\(jobCPUSeconds)"]
+            if testOperations { a.append("--test-operations") }
+            return a
+        }
+    }
+
+    private struct State {
+        var queue: [Job] = []
+        var head = 0
+        var stopped = false
+        /// Helpers running now, by slot (for `helperPIDs`, and for shutdown).
+        var helpers: [Int: HelperProcess] = [:]
+        var crashes = 0
+        var started = 0
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let semaphore: UnsafeMutablePointer<sem_t>  // counts queued jobs (and one per thread at shutdown)
+
+    /// Starts one helper at once — so a helper that cannot run or cannot sandbox itself is an
+    /// error here, at start, not a failed attachment later — and the rest in the background.
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.decoder")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, 0)
+        let first = try HelperProcess(path: configuration.helperPath, arguments: configuration.arguments, within: configuration.startTimeout)
+        state.withLock {
+            $0.helpers[0] = first
+            $0.started = 1
+        }
+        for slot in 0..<configuration.helpers {
+            startDetachedThread(name: "attache-decoder-\(slot)") { [self] in self.serve(slot: slot, helper: slot == 0 ? first : nil) }
+        }
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    /// Process ids of the helpers running now.
+    public var helperPIDs: [pid_t] {
+        state.withLock { $0.helpers.values.map(\.pid) }
+    }
+
+    /// Helpers that died on a job (crashed, or killed by a limit), since the pool started.
+    public var crashes: Int { state.withLock { $0.crashes } }
+
+    /// Helpers started, replacements included.
+    public var helpersStarted: Int { state.withLock { $0.started } }
+
+    public func decode(_ job: DecodeJob) async throws -> DecodeResult {
+        let frame = try await run(DecodeWire.frame(job))
+        return try DecodeWire.result(frame)
+    }
+
+    /// Sends a frame as a job and returns the answer (test jobs use it directly).
+    func run(_ frame: WireFrame) async throws -> WireFrame {
+        let job = Job(frame)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard job.wait(continuation) else { return }
+                let stopped = state.withLock { s in
+                    if !s.stopped { s.queue.append(job) }
+                    return s.stopped
+                }
+                if stopped {
+                    job.finish(.failure(IsolationError("the decoder pool is stopped")))
+                } else {
+                    sem_post(semaphore)
+                }
+            }
+        } onCancel: {
+            job.cancel()
+        }
+    }
+
+    /// Stops taking jobs, ends idle helpers, and kills busy ones (their jobs end as cancelled).
+    public func shutdown() {
+        let helpers = state.withLock { s -> [HelperProcess] in
+            guard !s.stopped else { return [] }
+            s.stopped = true
+            let waiting = s.queue[s.head...]
+            s.queue.removeAll()
+            s.head = 0
+            waiting.forEach { $0.finish(.failure(CancellationError())) }
+            return Array(s.helpers.values)
+        }
+        for _ in 0..<configuration.helpers { sem_post(semaphore) }
+        helpers.forEach { $0.kill() }
+    }
+
+    // MARK: a slot's thread
+
+    private func next() -> Job? {
+        while sem_wait(semaphore) != 0 {}
+        return state.withLock { s in
+            guard !s.stopped, s.head < s.queue.count else { return nil }
+            let job = s.queue[s.head]
+            s.head += 1
+            if s.head > 64 && s.head * 2 > s.queue.count {
+                s.queue.removeFirst(s.head)
+                s.head = 0
+            }
+            return job
+        }
+    }
+
+    private func serve(slot: Int, helper first: HelperProcess?) {
+        var helper = first ?? start(slot: slot)
+        while true {
+            guard let job = next() else {
+                if state.withLock({ $0.stopped }) {
+                    helper?.stop()
+                    _ = state.withLock { $0.helpers.removeValue(forKey: slot) }
+                    return
+                }
+                continue
+            }
+            if helper == nil { helper = start(slot: slot) }
+            guard let current = helper else {
+                job.finish(.failure(MediaError(.invalidMedia, "no decoder could be started", detail: "decoder-unavailable")))
+                continue
+            }
+            guard job.begin(on: current) else { continue }  // cancelled while queued
+            var died = false
+            do {
+                job.finish(.success(try current.exchange(job.frame)))
+            } catch {
+                died = true
+                current.stop()
+                job.finish(.failure(job.wasCancelled ? CancellationError() : crashError(current)))
+            }
+            let spent = current.jobs >= configuration.jobsPerHelper || current.cpuMs > configuration.lifetimeCPUSeconds * 500
+            if job.wasCancelled || spent || died {
+                // Killed at a deadline (perhaps after its answer was read), worn, or dead: replaced
+                // now, so the next job finds a warm helper.
+                current.stop()
+                helper = start(slot: slot)
+            }
+        }
+    }
+
+    private func start(slot: Int) -> HelperProcess? {
+        if state.withLock({ $0.stopped }) { return nil }
+        do {
+            let helper = try HelperProcess(path: configuration.helperPath, arguments: configuration.arguments,
+                                           within: configuration.startTimeout)
+            state.withLock {
+                $0.helpers[slot] = helper
+                $0.started += 1
+            }
+            return helper
+        } catch {
+            _ = state.withLock { $0.helpers.removeValue(forKey: slot) }
+            logger.error("decoder helper could not be started", metadata: ["attache.error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// What a helper's death means for the job it was on.
+    private func crashError(_ helper: HelperProcess) -> MediaError {
+        let signal = helper.signal
+        state.withLock { $0.crashes += 1 }
+        logger.warning("decoder helper died on a job", metadata: [
+            "attache.decoder.pid": "\(helper.pid)", "attache.decoder.end": "\(helper.terminationDescription)",
+        ])
+        switch signal {
+        case SIGXCPU:
+            return MediaError(.limitsExceeded, "decoding used more than \(configuration.jobCPUSeconds) s of CPU", detail: "decoder-cpu-limit")
+        case SIGSYS:
+            return MediaError(.invalidMedia, "the decoder made a forbidden system call and was killed (SIGSYS)", detail: "decoder-crashed")
+        default:
+            return MediaError(.invalidMedia, "the decoder crashed (\(helper.terminationDescription))", detail: "decoder-crashed")
+        }
+    }
+}
+
+/// One job: its frame, and who is waiting for it. Finished exactly once — by its answer, by its
+/// helper's death, or by its task's cancellation, whichever comes first.
+private final class Job: Sendable {
+    enum Phase {
+        case new
+        case queued(CheckedContinuation<WireFrame, any Error>)
+        case running(HelperProcess, CheckedContinuation<WireFrame, any Error>)
+        case cancelled
+        case finished
+    }
+
+    let frame: WireFrame
+    private let phase = Mutex<Phase>(.new)
+    private let cancelledFlag = Atomic<Bool>(false)
+
+    init(_ frame: WireFrame) {
+        self.frame = frame
+    }
+
+    var wasCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+
+    /// Parks the caller; false (and resumed at once) when the task was cancelled first.
+    func wait(_ continuation: CheckedContinuation<WireFrame, any Error>) -> Bool {
+        let parked = phase.withLock { p -> Bool in
+            guard case .new = p else { return false }
+            p = .queued(continuation)
+            return true
+        }
+        if !parked { continuation.resume(throwing: CancellationError()) }
+        return parked
+    }
+
+    /// Taken by a helper; false when cancelled while queued.
+    func begin(on helper: HelperProcess) -> Bool {
+        phase.withLock { p in
+            guard case .queued(let c) = p else { return false }
+            p = .running(helper, c)
+            return true
+        }
+    }
+
+    func cancel() {
+        cancelledFlag.store(true, ordering: .releasing)
+        let (continuation, helper) = phase.withLock { p -> (CheckedContinuation<WireFrame, any Error>?, HelperProcess?) in
+            switch p {
+            case .new: p = .cancelled; return (nil, nil)
+            case .queued(let c): p = .cancelled; return (c, nil)
+            case .running(let h, let c): p = .cancelled; return (c, h)
+            case .cancelled, .finished: return (nil, nil)
+            }
+        }
+        // The answer goes out now; the helper is killed (its thread replaces it).
+        helper?.kill()
+        continuation?.resume(throwing: CancellationError())
+    }
+
+    func finish(_ result: Result<WireFrame, any Error>) {
+        let continuation = phase.withLock { p -> CheckedContinuation<WireFrame, any Error>? in
+            switch p {
+            case .queued(let c), .running(_, let c): p = .finished; return c
+            case .new, .cancelled, .finished: return nil
+            }
+        }
+        continuation?.resume(with: result)
+    }
+}

@@ -1,0 +1,91 @@
+import AttacheSupport
+
+/// One piece of work on downloaded bytes: everything that parses them (header inspection,
+/// decoding, probing, poster frames) is a job, so that it can run in this process or in a
+/// sandboxed helper (`attache-decode`) with the same code.
+public enum DecodeJob: Sendable {
+    /// Inspect the header (every limit before a pixel), decode, render thumbnail and display copy.
+    case image(bytes: [UInt8], format: MediaFormat?, options: RenderOptions, limits: MediaLimits)
+    /// Probe, judge and make the poster-frame thumbnail (`time` as `VideoPipeline.render` takes it).
+    case movie(bytes: [UInt8], format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode, limits: MediaLimits)
+    /// The facts and the verdict only.
+    case probe(bytes: [UInt8], limits: MediaLimits)
+
+    public var bytes: [UInt8] {
+        switch self {
+        case .image(let bytes, _, _, _), .movie(let bytes, _, _, _, _, _), .probe(let bytes, _): return bytes
+        }
+    }
+
+    /// Runs the job here, on the calling thread; `abort` stops the decoders between rows.
+    public func perform(abort: AbortFlag = AbortFlag()) throws -> DecodeResult {
+        switch self {
+        case let .image(bytes, format, options, limits):
+            let pipeline = ImagePipeline(limits: limits)
+            let start = ContinuousClock.now
+            let header = try pipeline.inspect(bytes, format: format)
+            let rendering = ContinuousClock.now
+            let rendition = try pipeline.render(bytes, header: header, options: options, abort: abort)
+            return .image(rendition, inspectMs: start.duration(to: rendering).milliseconds,
+                          renderMs: rendering.duration(to: .now).milliseconds)
+        case let .movie(bytes, format, options, time, posterMode, limits):
+            let pipeline = VideoPipeline(limits: limits, posterMode: posterMode)
+            return .movie(try pipeline.render(bytes, format: format, options: options, time: time, abort: abort))
+        case let .probe(bytes, limits):
+            return .probe(try VideoPipeline(limits: limits).probe(bytes, abort: abort))
+        }
+    }
+}
+
+public enum DecodeResult: Sendable {
+    case image(ImageRendition, inspectMs: Double, renderMs: Double)
+    case movie(MovieRendition)
+    case probe(MediaFacts)
+}
+
+/// Where jobs run: `InProcessDecoder` (threads of this process) or a pool of sandboxed helper
+/// processes (AttacheIsolation's `DecoderPool`). Either way a job's media error is a `MediaError`
+/// and a job cancelled by its task (the payload's deadline) ends at once with `CancellationError`.
+public protocol MediaDecoder: Sendable {
+    func decode(_ job: DecodeJob) async throws -> DecodeResult
+}
+
+extension MediaDecoder {
+    public func image(_ bytes: [UInt8], format: MediaFormat?, options: RenderOptions, limits: MediaLimits) async throws -> (rendition: ImageRendition, inspectMs: Double, renderMs: Double) {
+        guard case let .image(rendition, inspectMs, renderMs) = try await decode(.image(bytes: bytes, format: format, options: options, limits: limits)) else {
+            throw MediaError(.invalidMedia, "the decoder answered an image job with another kind of result")
+        }
+        return (rendition, inspectMs, renderMs)
+    }
+
+    public func movie(_ bytes: [UInt8], format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode,
+                      limits: MediaLimits) async throws -> MovieRendition {
+        guard case let .movie(rendition) = try await decode(.movie(bytes: bytes, format: format, options: options, time: time,
+                                                                  posterMode: posterMode, limits: limits)) else {
+            throw MediaError(.invalidMedia, "the decoder answered a movie job with another kind of result")
+        }
+        return rendition
+    }
+
+    public func probe(_ bytes: [UInt8], limits: MediaLimits) async throws -> MediaFacts {
+        guard case let .probe(facts) = try await decode(.probe(bytes: bytes, limits: limits)) else {
+            throw MediaError(.invalidMedia, "the decoder answered a probe job with another kind of result")
+        }
+        return facts
+    }
+}
+
+/// Jobs on a `BlockingPool` of this process: no isolation, no process hop. What one-shot commands
+/// use by default (a helper per run would cost more than it protects), and extensions embedding
+/// Attache as a library.
+public struct InProcessDecoder: MediaDecoder {
+    public let pool: BlockingPool
+
+    public init(pool: BlockingPool = .shared) {
+        self.pool = pool
+    }
+
+    public func decode(_ job: DecodeJob) async throws -> DecodeResult {
+        try await pool.run { abort in try job.perform(abort: abort) }
+    }
+}

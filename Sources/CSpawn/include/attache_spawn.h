@@ -1,0 +1,12 @@
+// Starting a decoder helper with nothing of the service's but one socket: its descriptor 0 is
+// `channel`, 1 and 2 are /dev/null, every other descriptor is closed (no listening socket, no
+// origin or store connection, no media file), the environment is empty (no store credentials),
+// signals are as a fresh process has them, and it leads a process group of its own (a terminal's
+// Ctrl-C goes to the command, which ends its helpers once the payloads in flight are answered).
+#ifndef ATTACHE_SPAWN_H
+#define ATTACHE_SPAWN_H
+#include <sys/types.h>
+
+/// 0 with `*pid` set, or an errno value.
+int attache_spawn_helper(const char *path, char *const argv[], int channel, pid_t *pid);
+#endif

@@ -1,0 +1,47 @@
+import AttacheMedia
+import AttachePayload
+import AttacheSupport
+import AttacheTesting
+import Testing
+@testable import AttacheIsolation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A helper stuck in a job never holds an answer: the job ends when its task is cancelled (the
+/// payload's deadline), or at the CPU limit. Bounds are the wait + 1 s (run after the other
+/// suites, one at a time, as every *Deadline* suite).
+@Suite(.serialized) struct DecoderDeadlineTests {
+    @Test func aCancelledJobEndsAtOnceAndItsHelperIsReplaced() async throws {
+        let pool = try makePool { $0.testOperations = true }
+        defer { pool.shutdown() }
+        let stuck = try #require(pool.helperPIDs.first)
+        let start = ContinuousClock.now
+        let job = Task { try await tryCall(pool, "spin") }
+        try await Task.sleep(for: .milliseconds(300))
+        job.cancel()
+        await #expect(throws: CancellationError.self) { try await job.value }
+        let elapsed = start.duration(to: .now)
+        #expect(elapsed < .milliseconds(1300), "answered after \(elapsed)")
+        // The spinning helper was killed, not left to burn a core, and another took its place.
+        #expect(await eventually { kill(stuck, 0) != 0 })
+        let next = try await pool.image(Fixtures.bytes("photo.jpg"), format: nil, options: RenderOptions(), limits: MediaLimits())
+        #expect(next.rendition.thumbnail.width == 320)
+        #expect(pool.crashes == 0)
+    }
+
+    @Test func aJobOverItsCPUAllowanceIsLimitsExceeded() async throws {
+        let pool = try makePool {
+            $0.testOperations = true
+            $0.jobCPUSeconds = 1
+        }
+        defer { pool.shutdown() }
+        let start = ContinuousClock.now
+        let error = await #expect(throws: MediaError.self) { try await tryCall(pool, "spin") }
+        #expect(error?.code == .limitsExceeded)
+        #expect(error?.detail == "decoder-cpu-limit")
+        // One CPU second, counted from the next whole second used: at most ~2 s of CPU, which a
+        // loaded machine may stretch.
+        #expect(start.duration(to: .now) < .seconds(10))
+    }
+}
