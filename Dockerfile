@@ -9,12 +9,13 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl libcurl4 libjpeg62-turbo libpng16-16 libgif7 \
-      libavformat59 libavcodec59 libswscale6 libavutil57 libnats3.4 \
+      libavformat59 libavcodec59 libswscale6 libavutil57 libnats3.4 libseccomp2 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/attache --create-home attache \
  && mkdir -p /var/lib/attache/media && chown attache /var/lib/attache/media
-# attache serve and attache worker run attache-serve from the same directory.
-COPY --from=build /src/.build-static/release/attache /src/.build-static/release/attache-serve /usr/local/bin/
+# attache serve and attache worker run attache-serve from the same directory, and it starts its
+# sandboxed decoders, attache-decode, from there.
+COPY --from=build /src/.build-static/release/attache /src/.build-static/release/attache-serve /src/.build-static/release/attache-decode /usr/local/bin/
 USER attache
 VOLUME /var/lib/attache/media
 EXPOSE 8080

@@ -4,7 +4,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and run: the C libraries Attache links (declared as providers in Package.swift too).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
-	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev
+	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev libseccomp-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
 # the queue worker's tests run a real NATS server with JetStream (Debian's).
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server
@@ -23,8 +23,9 @@ DEBUG_FLAGS := -Xcc -O2
 RELEASE_BIN := .build/release/attache
 DEBUG_BIN := .build/debug/attache
 # `attache serve` runs attache-serve from the same directory (the service's libraries stay out of
-# every other command's start).
-PRODUCTS := attache attache-serve
+# every other command's start); the enriching commands start their sandboxed decoders,
+# attache-decode, from there too.
+PRODUCTS := attache attache-serve attache-decode
 # Release builds link the Swift runtime in: a process starts ~1 ms sooner, with ~3 MB less, and
 # FFmpeg's libraries, loaded later with dlopen, bind faster with fewer objects in the global
 # scope (a cold poster frame: 47 -> 42 ms). With the toolchain's lld when it has one, which does
@@ -80,6 +81,7 @@ test: test-deps
 	$(SWIFT) test $(DEBUG_FLAGS) --package-path Samples/extensions
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
+	Tests/cli/sandbox.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/replicas.sh $(DEBUG_BIN)
 	Tests/cli/worker.sh $(DEBUG_BIN)
@@ -88,6 +90,7 @@ test: test-deps
 	$(call release_build)
 	Tests/cli/run.sh $(RELEASE_BIN)
 	Tests/cli/serve.sh $(RELEASE_BIN)
+	Tests/cli/sandbox.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	Tests/cli/worker.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1

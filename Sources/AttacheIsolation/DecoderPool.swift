@@ -173,6 +173,14 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
                 }
                 continue
             }
+            if let idle = helper, idle.hasExited {
+                // Died while idle (killed from outside, say): the job gets a fresh helper instead.
+                idle.stop()
+                logger.warning("decoder helper died while idle", metadata: [
+                    "attache.decoder.pid": "\(idle.pid)", "attache.decoder.end": "\(idle.terminationDescription)",
+                ])
+                helper = nil
+            }
             if helper == nil { helper = start(slot: slot) }
             guard let current = helper else {
                 job.finish(.failure(MediaError(.invalidMedia, "no decoder could be started", detail: "decoder-unavailable")))

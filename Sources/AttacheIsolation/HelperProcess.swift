@@ -94,6 +94,12 @@ final class HelperProcess: @unchecked Sendable {  // jobs/cpuMs: the driving thr
         wait()
     }
 
+    /// Whether the process has ended (killed while idle, say), without collecting it.
+    var hasExited: Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
+    }
+
     /// Waits for the process to end (without collecting it, so that `kill` cannot race a reused
     /// pid), then collects it.
     private func wait() {

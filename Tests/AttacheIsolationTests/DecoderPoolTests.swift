@@ -134,19 +134,33 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(pool.crashes == 0)
     }
 
-    @Test func aHelperKilledFromOutsideCostsOneJob() async throws {
-        let pool = try makePool()
+    @Test func aHelperKilledMidJobCostsThatJob() async throws {
+        let pool = try makePool { $0.testOperations = true }
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
+        let job = Task { try await tryCall(pool, "spin") }
+        defer { job.cancel() }
+        // Busy: running, not waiting for a job on its socket.
+        #expect(await eventually { procFile(pid, "stat").contains(") R ") })
         kill(pid, SIGSEGV)
-        let error = await #expect(throws: MediaError.self) {
-            try await pool.image(Fixtures.bytes("photo.jpg"), format: nil, options: options, limits: limits)
-        }
+        let error = await #expect(throws: MediaError.self) { try await job.value }
         #expect(error?.detail == "decoder-crashed")
         #expect(error?.message.contains("SIGSEGV") == true, "\(error?.message ?? "")")
         #expect(pool.crashes == 1)
         let next = try await pool.image(Fixtures.bytes("alpha.png"), format: nil, options: options, limits: limits)
         #expect(next.rendition.thumbnail.format == .png)
+        #expect(pool.helperPIDs.first != pid)
+    }
+
+    @Test func aHelperKilledWhileIdleCostsNoJob() async throws {
+        let pool = try makePool()
+        defer { pool.shutdown() }
+        let pid = try #require(pool.helperPIDs.first)
+        kill(pid, SIGKILL)
+        #expect(await eventually { procFile(pid, "stat").contains(") Z ") })  // dead, not yet collected
+        let next = try await pool.image(Fixtures.bytes("photo.jpg"), format: nil, options: options, limits: limits)
+        #expect(next.rendition.thumbnail.width == 320)
+        #expect(pool.crashes == 0)
         #expect(pool.helperPIDs.first != pid)
     }
 

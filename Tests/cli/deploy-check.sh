@@ -23,7 +23,12 @@ for target in $(sed -n 's/^RUN make \([a-z-]*\).*/\1/p' Dockerfile); do
 done
 check "Dockerfile runs a make target" "grep -q '^RUN make ' Dockerfile"
 check "the image runs the serve command" "grep -q '\"serve\"' Dockerfile"
-check "the image has attache-serve beside attache" "grep -q '^COPY .*release/attache-serve /usr/local/bin/' Dockerfile"
+# Every executable the Makefile builds is installed side by side (attache runs attache-serve from
+# its own directory, and the service its sandboxed decoders, attache-decode).
+for product in $(sed -n 's/^PRODUCTS := //p' Makefile); do
+  check "the image has $product beside attache" "grep -q '^COPY .*release/$product[ /].*/usr/local/bin/' Dockerfile"
+done
+check "the runtime image has libseccomp (the decoders' sandbox)" "grep -q 'libseccomp2' Dockerfile"
 # Two replicas behind nginx, sharing SeaweedFS as their store: the pieces, and that the config
 # files they mount are in the repository.
 compose='import sys, yaml
