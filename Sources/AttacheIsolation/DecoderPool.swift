@@ -63,6 +63,8 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
         var stopped = false
         /// Helpers running now, by slot (for `helperPIDs`, and for shutdown).
         var helpers: [Int: HelperProcess] = [:]
+        /// Helpers a job has been sent to, not yet answered.
+        var busy: Set<pid_t> = []
         var crashes = 0
         var started = 0
     }
@@ -98,6 +100,9 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
     public var helperPIDs: [pid_t] {
         state.withLock { $0.helpers.values.map(\.pid) }
     }
+
+    /// Process ids of the helpers on a job now.
+    var busyPIDs: Set<pid_t> { state.withLock { $0.busy } }
 
     /// Helpers that died on a job (crashed, or killed by a limit), since the pool started.
     public var crashes: Int { state.withLock { $0.crashes } }
@@ -188,6 +193,8 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
             }
             guard job.begin(on: current) else { continue }  // cancelled while queued
             var died = false
+            _ = state.withLock { $0.busy.insert(current.pid) }
+            defer { _ = state.withLock { $0.busy.remove(current.pid) } }
             do {
                 job.finish(.success(try current.exchange(job.frame)))
             } catch {

@@ -140,8 +140,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         let pid = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }
         defer { job.cancel() }
-        // Busy: running, not waiting for a job on its socket.
-        #expect(await eventually { procFile(pid, "stat").contains(") R ") })
+        #expect(await eventually { pool.busyPIDs == [pid] })  // the job was sent to it
         kill(pid, SIGSEGV)
         let error = await #expect(throws: MediaError.self) { try await job.value }
         #expect(error?.detail == "decoder-crashed")
