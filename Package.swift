@@ -181,7 +181,7 @@ let package = Package(
         .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting"]),
         .testTarget(
             name: "AttacheTests",
-            dependencies: ["Attache", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Attache", "AttacheIsolation", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "AttacheServerTests",

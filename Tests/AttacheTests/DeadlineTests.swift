@@ -41,6 +41,31 @@ import Testing
         #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")
     }
 
+    @Test func aBusySandboxedDecoderIsKilledAtTheDeadline() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        // As above, in a helper process: the answer does not wait for it, and the helper is
+        // killed and replaced rather than left decoding.
+        let e = try h.enrichment {
+            $0.deadline = .milliseconds(200)
+            $0.posterMode = .exact
+            $0.isolation = .process
+            $0.decoders = .init(helpers: 1)
+        }
+        defer { e.shutdown() }
+        let pool = try #require(e.decoderPool)
+        let first = try #require(pool.helperPIDs.first)
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"com.urbanairship.media_attachment":{"url":"ORIGIN/gop10s-1080p.mp4","options":{"time":9.5}}}"#)
+        let start = ContinuousClock.now
+        let emission = try await e.enrich(input)
+        let elapsed = start.duration(to: .now)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .timeout)
+        #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")
+        #expect(await eventually { pool.helperPIDs.count == 1 && pool.helperPIDs.first != first })
+        #expect(pool.crashes == 0)
+    }
+
     @Test func theSweepFindsTheFlipPoint() async throws {
         let (h, e) = try Harness.started()
         defer { h.stop(e) }

@@ -1,4 +1,5 @@
 import Attache
+import AttacheIsolation
 import AttacheMedia
 import AttachePayload
 import AttacheSupport
@@ -13,9 +14,10 @@ import Testing
         ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
         ("clevertap.json", ["public.jpeg"]), ("iterable.json", ["public.jpeg"]), ("customerio.json", ["public.png"]),
         ("generic.json", ["public.png"]),
-    ])
-    func everyDialectIsEnriched(_ name: String, _ types: [String]) async throws {
-        let (h, e) = try Harness.started()
+    ], [Isolation.inProcess, .process])
+    func everyDialectIsEnriched(_ sample: (name: String, types: [String]), _ isolation: Isolation) async throws {
+        let (name, types) = sample
+        let (h, e) = try Harness.started { $0.isolation = isolation }
         defer { h.stop(e) }
         let input = h.sample(name)
         let emission = try await e.enrich(input)
