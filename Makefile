@@ -14,7 +14,7 @@ TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
 # Benchmarks: the anchors Attache is measured against.
-BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time
+BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers
 
 # Debug builds compile the C codecs optimised (the package itself carries no unsafe flags, which
 # SwiftPM refuses in a dependency): decoding in the tests stays fast. The same flags on every
@@ -108,6 +108,7 @@ bench: bench-deps test-deps build
 	Benchmarks/deadline.sh $(RELEASE_BIN)
 	Benchmarks/store.sh $(RELEASE_BIN)
 	Benchmarks/worker.sh $(RELEASE_BIN)
+	Benchmarks/isolation.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build Samples/extensions/.build attache-media

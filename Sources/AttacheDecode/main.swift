@@ -5,6 +5,7 @@
 // the renditions go back the same way.
 import AttacheMedia
 import AttachePayload
+internal import CMalloc
 internal import CSandbox
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +43,13 @@ func answer(_ frame: WireFrame) {
     // The pool is gone (or killed us mid-write): nothing left to do.
     do { try channel.write(frame) } catch { exit(0) }
 }
+
+// A helper decodes file after file of similar sizes: its heap is kept between jobs instead of
+// being returned to the kernel and faulted back in (glibc would mmap each large buffer afresh
+// and trim the heap after each job: a 1080x720 JPEG took 6.5 ms here against 3.5 ms in a
+// long-running process). Up to 64 MB of free heap is kept; the address-space limit still holds.
+_ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
+_ = mallopt(M_TRIM_THRESHOLD, 64 << 20)
 
 // Everything that opens files happens before the filter: FFmpeg's libraries (dlopen).
 var message = [CChar](repeating: 0, count: 256)
