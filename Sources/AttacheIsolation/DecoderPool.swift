@@ -168,7 +168,7 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
     }
 
     private func serve(slot: Int, helper first: HelperProcess?) {
-        var helper = first ?? start(slot: slot)
+        var helper = first ?? restart(slot: slot)
         while true {
             guard let job = next() else {
                 if state.withLock({ $0.stopped }) {
@@ -207,9 +207,22 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
                 // Killed at a deadline (perhaps after its answer was read), worn, or dead: replaced
                 // now, so the next job finds a warm helper.
                 current.stop()
-                helper = start(slot: slot)
+                helper = restart(slot: slot)
             }
         }
+    }
+
+    /// A replacement, tried again (50 ms, doubling to 2 s apart) until one starts or the pool
+    /// stops: the pool gets back to its size by itself, not only when the next job comes. Jobs
+    /// queued meanwhile go to the other helpers, or wait (within their deadlines).
+    private func restart(slot: Int) -> HelperProcess? {
+        var pause = Duration.milliseconds(50)
+        while !state.withLock({ $0.stopped }) {
+            if let helper = start(slot: slot) { return helper }
+            usleep(UInt32(pause.milliseconds * 1000))
+            pause = min(pause * 2, .seconds(2))
+        }
+        return nil
     }
 
     private func start(slot: Int) -> HelperProcess? {
