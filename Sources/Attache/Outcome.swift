@@ -50,8 +50,9 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// key) appears twice in one object: which one a device keeps is not something to bet on.
     public static let ambiguousPayload = Reason(base: .ambiguousPayload)
 
-    /// An extension could not make its content (a sample: the ciphertext did not open): the
-    /// original goes out.
+    /// An extension could not make its content (a sample: the ciphertext did not open), or
+    /// `attache enrich --isolation process` could not start its sandboxed decoder: the original
+    /// goes out.
     public static let extensionFailed = Reason(base: .extensionFailed)
 
     /// A queue message that is not a JSON object: the worker sends its bytes on as they came (the
