@@ -80,7 +80,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // attache-decode, the helper: AttacheMedia's decoders behind CSandbox, jobs over a socket.
-        .executableTarget(name: "AttacheDecode", dependencies: ["AttacheMedia", "AttachePayload", "CMalloc", "CSandbox"], swiftSettings: strict),
+        .executableTarget(name: "AttacheDecode", dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CMalloc", "CSandbox"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [

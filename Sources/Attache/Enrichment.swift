@@ -52,32 +52,39 @@ public struct Enrichment: Sendable {
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
     /// and a sandboxed decoder cannot be started.
     public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
-        // First: a helper that cannot sandbox itself stops the command before anything is made.
-        decoderPool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
-        scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
-        let store: any MediaStore
-        if let (location, endpoint) = options.objectStore {
-            let engine = try S3Store.makeEngine(tempDirectory: scratch.path)
-            storeEngine = engine
-            store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.publicBaseURL, engine: engine)
-        } else {
-            storeEngine = nil
-            store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
+        // First: a helper that cannot sandbox itself stops the command before anything is made;
+        // and the helpers do not outlive an enrichment that could not be made after all.
+        let pool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
+        decoderPool = pool
+        do {
+            scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
+            let store: any MediaStore
+            if let (location, endpoint) = options.objectStore {
+                let engine = try S3Store.makeEngine(tempDirectory: scratch.path)
+                storeEngine = engine
+                store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.publicBaseURL, engine: engine)
+            } else {
+                storeEngine = nil
+                store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
+            }
+            let engine = try FetchEngine(
+                configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
+                                     tempDirectory: scratch.path),
+                logger: logger
+            )
+            let configuration = EnrichConfiguration(
+                dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
+                render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
+                posterMode: options.posterMode,
+                rewriteSourceURLs: options.publicBaseURL != nil
+            )
+            services = MediaServices(engine: engine, store: store, configuration: configuration,
+                                     attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
+                                     maxMediaJobs: options.maxMediaJobs, decoder: decoderPool)
+        } catch {
+            pool?.shutdown()
+            throw error
         }
-        let engine = try FetchEngine(
-            configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
-                                 tempDirectory: scratch.path),
-            logger: logger
-        )
-        let configuration = EnrichConfiguration(
-            dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
-            render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
-            posterMode: options.posterMode,
-            rewriteSourceURLs: options.publicBaseURL != nil
-        )
-        services = MediaServices(engine: engine, store: store, configuration: configuration,
-                                 attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
-                                 maxMediaJobs: options.maxMediaJobs, decoder: decoderPool)
         runtime = Self.runtime(options)
     }
 

@@ -338,13 +338,18 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         return try await services.pool.run { _ in try fetched.body.readAll() }
     }
 
-    private func renderImage(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
-        let bytes = try await load(fetched, format: format, index: index)
+    /// The configured renditions, with this media's clipping rect.
+    private func renderOptions(_ media: MediaRequest) -> RenderOptions {
         var options = services.configuration.render
         options.clip = media.options.clippingRect
+        return options
+    }
+
+    private func renderImage(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
+        let bytes = try await load(fetched, format: format, index: index)
         let start = ContinuousClock.now
         let offset = since()
-        let (rendition, inspectMs, renderMs) = try await services.decoder.image(bytes, format: format, options: options,
+        let (rendition, inspectMs, renderMs) = try await services.decoder.image(bytes, format: format, options: renderOptions(media),
                                                                                limits: services.configuration.limits)
         let header = rendition.header
         // Inspect is the decoder's own measure; render is the rest of the job as waited for
@@ -367,12 +372,10 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
         let bytes = try await load(fetched, format: format, index: index)
-        var options = services.configuration.render
-        options.clip = media.options.clippingRect
         let start = ContinuousClock.now
         let offset = since()
         let configuration = services.configuration
-        let movie = try await services.decoder.movie(bytes, format: format, options: options, time: media.options.thumbnailTime,
+        let movie = try await services.decoder.movie(bytes, format: format, options: renderOptions(media), time: media.options.thumbnailTime,
                                                      posterMode: configuration.posterMode, limits: configuration.limits)
         let facts = movie.facts
         update(index) { r in

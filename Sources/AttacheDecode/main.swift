@@ -5,6 +5,7 @@
 // the renditions go back the same way.
 import AttacheMedia
 import AttachePayload
+import AttacheSupport
 internal import CMalloc
 internal import CSandbox
 #if canImport(Glibc)
@@ -67,7 +68,7 @@ if failure == nil {
     }
     limits.cpu_seconds = arguments.cpuSeconds
     if attache_sandbox_enter(&limits, &message, message.count) != 0 {
-        failure = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        failure = String(cBuffer: message)
     }
 }
 if let failure {

@@ -18,7 +18,7 @@ enum CurlLibrary {
     private static let failure: String? = {
         var message = [CChar](repeating: 0, count: 200)
         guard attache_curl_load(&message, message.count) != 1 else { return nil }
-        return String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(cBuffer: message)
     }()
 
     static func load() throws {

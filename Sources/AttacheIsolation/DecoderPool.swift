@@ -19,7 +19,7 @@ public enum Isolation: String, Sendable, CaseIterable {
 /// overruns a limit costs the job it was on — an `invalid-media` (`decoder-crashed`) or
 /// `limits-exceeded` error — and is replaced; every other job carries on. A job whose task is
 /// cancelled (the payload's deadline) ends at once: its helper is killed and replaced behind it.
-public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state behind its Mutex; the semaphore is thread-safe
+public final class DecoderPool: MediaDecoder, Sendable {
     public struct Configuration: Sendable {
         /// The helper executable (default: `attache-decode` beside this process's executable).
         public var helperPath: String
@@ -58,8 +58,6 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
     }
 
     private struct State {
-        var queue: [Job] = []
-        var head = 0
         var stopped = false
         /// Helpers running now, by slot (for `helperPIDs`, and for shutdown).
         var helpers: [Int: HelperProcess] = [:]
@@ -72,15 +70,13 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
     public let configuration: Configuration
     private let logger: Logger
     private let state = Mutex(State())
-    private let semaphore: UnsafeMutablePointer<sem_t>  // counts queued jobs (and one per thread at shutdown)
+    private let queue = BlockingQueue<Job>()
 
     /// Starts one helper at once — so a helper that cannot run or cannot sandbox itself is an
     /// error here, at start, not a failed attachment later — and the rest in the background.
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.decoder")) throws {
         self.configuration = configuration
         self.logger = logger
-        semaphore = .allocate(capacity: 1)
-        sem_init(semaphore, 0, 0)
         let first = try HelperProcess(path: configuration.helperPath, arguments: configuration.arguments, within: configuration.startTimeout)
         state.withLock {
             $0.helpers[0] = first
@@ -89,11 +85,6 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
         for slot in 0..<configuration.helpers {
             startDetachedThread(name: "attache-decoder-\(slot)") { [self] in self.serve(slot: slot, helper: slot == 0 ? first : nil) }
         }
-    }
-
-    deinit {
-        sem_destroy(semaphore)
-        semaphore.deallocate()
     }
 
     /// Process ids of the helpers running now.
@@ -121,15 +112,13 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard job.wait(continuation) else { return }
+                // Queued under the state's lock, so that `shutdown` cannot empty the queue between
+                // the check and the put.
                 let stopped = state.withLock { s in
-                    if !s.stopped { s.queue.append(job) }
+                    if !s.stopped { queue.put(job) }
                     return s.stopped
                 }
-                if stopped {
-                    job.finish(.failure(IsolationError("the decoder pool is stopped")))
-                } else {
-                    sem_post(semaphore)
-                }
+                if stopped { job.finish(.failure(IsolationError("the decoder pool is stopped"))) }
             }
         } onCancel: {
             job.cancel()
@@ -141,43 +130,26 @@ public final class DecoderPool: MediaDecoder, @unchecked Sendable {  // state be
         let helpers = state.withLock { s -> [HelperProcess] in
             guard !s.stopped else { return [] }
             s.stopped = true
-            let waiting = s.queue[s.head...]
-            s.queue.removeAll()
-            s.head = 0
-            waiting.forEach { $0.finish(.failure(CancellationError())) }
             return Array(s.helpers.values)
         }
-        for _ in 0..<configuration.helpers { sem_post(semaphore) }
+        queue.removeAll().forEach { $0.finish(.failure(CancellationError())) }
+        queue.wake(configuration.helpers)
         helpers.forEach { $0.kill() }
     }
 
     // MARK: a slot's thread
 
-    private func next() -> Job? {
-        while sem_wait(semaphore) != 0 {}
-        return state.withLock { s in
-            guard !s.stopped, s.head < s.queue.count else { return nil }
-            let job = s.queue[s.head]
-            s.head += 1
-            if s.head > 64 && s.head * 2 > s.queue.count {
-                s.queue.removeFirst(s.head)
-                s.head = 0
-            }
-            return job
-        }
-    }
-
     private func serve(slot: Int, helper first: HelperProcess?) {
         var helper = first ?? restart(slot: slot)
         while true {
-            guard let job = next() else {
-                if state.withLock({ $0.stopped }) {
-                    helper?.stop()
-                    _ = state.withLock { $0.helpers.removeValue(forKey: slot) }
-                    return
-                }
-                continue
+            let taken = queue.take()
+            if state.withLock({ $0.stopped }) {
+                taken?.finish(.failure(CancellationError()))  // taken just as the pool stopped
+                helper?.stop()
+                _ = state.withLock { $0.helpers.removeValue(forKey: slot) }
+                return
             }
+            guard let job = taken else { continue }
             if let idle = helper, idle.hasExited {
                 // Died while idle (killed from outside, say): the job gets a fresh helper instead.
                 idle.stop()

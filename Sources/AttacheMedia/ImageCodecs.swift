@@ -126,7 +126,7 @@ enum ImageCodecs {
             format = .jpeg
         }
         defer { attache_buffer_free(buffer) }
-        let message = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let message = String(cBuffer: text)
         try check(status, message, what: "encode")
         guard let buffer else { throw MediaError(.invalidMedia, "encoder produced nothing") }
         return (Array(UnsafeBufferPointer(start: buffer, count: length)), format)

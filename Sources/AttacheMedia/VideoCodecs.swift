@@ -33,7 +33,7 @@ enum VideoCodecs {
     static func load() throws {
         var message = [CChar](repeating: 0, count: 160)
         guard attache_video_load(&message, message.count) != 0 else {
-            throw MediaError(.unsupportedType, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw MediaError(.unsupportedType, String(cBuffer: message))
         }
     }
 

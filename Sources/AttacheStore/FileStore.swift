@@ -29,7 +29,7 @@ public struct FileStore: MediaStore {
         if directory.hasPrefix("/") { return directory }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buffer, buffer.count) != nil else { return directory }
-        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let cwd = String(cBuffer: buffer)
         return cwd + "/" + (directory.hasPrefix("./") ? String(directory.dropFirst(2)) : directory)
     }
 

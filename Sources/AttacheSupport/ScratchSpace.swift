@@ -21,7 +21,7 @@ public struct ScratchSpace: Sendable {
         root = "\(parent)/\(Self.folderName)"
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
-        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let hostName = String(cBuffer: host)
             .filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
         var generator = SystemRandomNumberGenerator()
         path = "\(root)/\(hostName.isEmpty ? "host" : hostName)-\(getpid())-\(String(generator.next() as UInt32, radix: 16))"

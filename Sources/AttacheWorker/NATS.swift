@@ -1,6 +1,7 @@
 // The one Swift file that talks to nats.c, through Sources/CNats. Every call here blocks (nats.c
 // waits on its own threads): callers run them on a `BlockingPool`, never on a cooperative thread.
 internal import CNats
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,7 @@ private func check(_ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws {
     var message = [CChar](repeating: 0, count: 512)
     let failed = message.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) } != 0
     if failed {
-        throw NATSError(description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        throw NATSError(description: String(cBuffer: message))
     }
 }
 

@@ -26,35 +26,21 @@ import Testing
         #expect(emission.report.attachments.first?.reason == .timeout)
     }
 
-    @Test func aBusyFFmpegDoesNotDelayTheAnswer() async throws {
+    /// Enriches a payload whose poster frame keeps FFmpeg busy for seconds (the exact frame at
+    /// 9.5 s of a clip with one keyframe every 10 s: ~300 1080p frames), under a 200 ms deadline,
+    /// and checks the original came back by the deadline + 1 s.
+    private func expectBusyFFmpegAnsweredAtTheDeadline(_ tweak: (inout EnrichmentOptions) -> Void = { _ in },
+                                                       before: (Enrichment) throws -> Void = { _ in },
+                                                       then check: (Enrichment) async throws -> Void = { _ in }) async throws {
         let h = try Harness()
         defer { h.stop() }
-        // Exact poster at 9.5 s of a clip with one keyframe every 10 s: ~300 1080p frames to decode.
-        let e = try h.enrichment { $0.deadline = .milliseconds(200); $0.posterMode = .exact }
-        defer { e.shutdown() }
-        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"com.urbanairship.media_attachment":{"url":"ORIGIN/gop10s-1080p.mp4","options":{"time":9.5}}}"#)
-        let start = ContinuousClock.now
-        let emission = try await e.enrich(input)
-        let elapsed = start.duration(to: .now)
-        #expect(emission.bytes == input)
-        #expect(emission.reason == .timeout)
-        #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")
-    }
-
-    @Test func aBusySandboxedDecoderIsKilledAtTheDeadline() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        // As above, in a helper process: the answer does not wait for it, and the helper is
-        // killed and replaced rather than left decoding.
         let e = try h.enrichment {
             $0.deadline = .milliseconds(200)
             $0.posterMode = .exact
-            $0.isolation = .process
-            $0.decoders = .init(helpers: 1)
+            tweak(&$0)
         }
         defer { e.shutdown() }
-        let pool = try #require(e.decoderPool)
-        let first = try #require(pool.helperPIDs.first)
+        try before(e)
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"com.urbanairship.media_attachment":{"url":"ORIGIN/gop10s-1080p.mp4","options":{"time":9.5}}}"#)
         let start = ContinuousClock.now
         let emission = try await e.enrich(input)
@@ -62,8 +48,27 @@ import Testing
         #expect(emission.bytes == input)
         #expect(emission.reason == .timeout)
         #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")
-        #expect(await eventually { pool.helperPIDs.count == 1 && pool.helperPIDs.first != first })
-        #expect(pool.crashes == 0)
+        try await check(e)
+    }
+
+    @Test func aBusyFFmpegDoesNotDelayTheAnswer() async throws {
+        try await expectBusyFFmpegAnsweredAtTheDeadline()
+    }
+
+    @Test func aBusySandboxedDecoderIsKilledAtTheDeadline() async throws {
+        // As above, in a helper process: the answer does not wait for it, and the helper is
+        // killed and replaced rather than left decoding.
+        var first: Int32?
+        try await expectBusyFFmpegAnsweredAtTheDeadline {
+            $0.isolation = .process
+            $0.decoders = .init(helpers: 1)
+        } before: { e in
+            first = try #require(e.decoderPool?.helperPIDs.first)
+        } then: { e in
+            let pool = try #require(e.decoderPool)
+            #expect(await eventually { pool.helperPIDs.count == 1 && pool.helperPIDs.first != first })
+            #expect(pool.crashes == 0)
+        }
     }
 
     @Test func theSweepFindsTheFlipPoint() async throws {
