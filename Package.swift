@@ -34,6 +34,13 @@ let package = Package(
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
+        // The images iOS does not show, converted: HEIC, AVIF (stills and sequences), WebP, JPEG XL.
+        // libavif and libjxl without pkg-config: their .pc files add only defines for Windows DLLs
+        // and highway, which SwiftPM refuses with a warning on every build.
+        .systemLibrary(name: "CHEIF", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        .systemLibrary(name: "CAVIF", providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
         // FFmpeg's headers; the libraries are loaded with dlopen on first use (see ffmpeg_loader.h).
         .systemLibrary(
             name: "CFFmpeg",
@@ -50,8 +57,11 @@ let package = Package(
         // Decoders and encoders written against those libraries; setjmp/longjmp stays in here.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CJPEG", "CPNG", "CGIF"],
-            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif")]
+            dependencies: ["CJPEG", "CPNG", "CGIF", "CHEIF", "CAVIF", "CWebP", "CJXL"],
+            linkerSettings: [
+                .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif"), .linkedLibrary("heif"),
+                .linkedLibrary("avif"), .linkedLibrary("webpdemux"), .linkedLibrary("webp"), .linkedLibrary("jxl"),
+            ]
         ),
         // The decoder helper's sandbox: rlimits, no new privileges, a libseccomp filter.
         .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),

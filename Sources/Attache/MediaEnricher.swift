@@ -210,6 +210,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                         r.kind = cached.kind
                         r.format = cached.format
                         r.bytes = cached.bytes
+                        r.convertedFrom = cached.entry.convertedFrom
                     }
                 }
                 entry = cached.entry.with(id: media.id, options: media.options)
@@ -287,7 +288,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         return AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
             width: rendered.width, height: rendered.height, frames: rendered.frames, duration: rendered.duration,
-            thumbnail: thumbnailEntry,
+            thumbnail: thumbnailEntry, thumbhash: rendered.thumbhash, convertedFrom: rendered.convertedFrom?.rawValue,
             options: media.options
         )
     }
@@ -326,6 +327,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var frames: Int?
         var duration: Double?
         var thumbnail: RenderedImage?
+        var thumbhash: String?
+        var convertedFrom: MediaFormat?
     }
 
     /// The body's bytes (read from its file when it spilled), and the report's kind and format,
@@ -360,14 +363,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.inspect = inspectMs
             r.timings.renderStart = offset + inspectMs
             r.timings.render = max(renderMs, total - inspectMs)
+            r.convertedFrom = rendition.convertedFrom?.rawValue
         }
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
-                            height: display.height, thumbnail: rendition.thumbnail)
+                            height: display.height, frames: display.frames > 1 ? display.frames : nil, thumbnail: rendition.thumbnail,
+                            thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom)
         }
         return Rendered(main: bytes, original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
                         height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,
-                        thumbnail: rendition.thumbnail)
+                        thumbnail: rendition.thumbnail, thumbhash: rendition.thumbhash)
     }
 
     private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {

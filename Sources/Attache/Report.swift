@@ -58,6 +58,8 @@ public struct AttachmentReport: Sendable, Equatable {
     public var httpStatus: Int?
     public var connectedIP: String?
     public var redirects: Int?
+    /// The format the media came in when what was attached is a conversion (`heic`, `webp`, …).
+    public var convertedFrom: String?
     /// `hit`, `miss` or `shared` when a result cache is in use.
     public var cache: String?
     public var timings = StageTimings()
@@ -79,6 +81,7 @@ public struct AttachmentReport: Sendable, Equatable {
         o["kind"] = kind.map(JSONValue.string) ?? .null
         o["format"] = format.map(JSONValue.string) ?? .null
         o["bytes"] = bytes.map(JSONValue.int) ?? .null
+        if let convertedFrom { o["converted_from"] = .string(convertedFrom) }
         if let httpStatus { o["http_status"] = .int(httpStatus) }
         if let connectedIP { o["connected_ip"] = .string(connectedIP) }
         if let redirects { o["redirects"] = .int(redirects) }

@@ -1,4 +1,5 @@
-// The one Swift file that calls CImageCodecs (libjpeg-turbo, libpng, giflib and pixel ops).
+// The one Swift file that calls CImageCodecs (libjpeg-turbo, libpng, giflib, libwebp, libheif,
+// libavif, libjxl and pixel ops).
 internal import CImageCodecs
 import AttacheSupport
 #if canImport(Glibc)
@@ -8,6 +9,8 @@ import Glibc
 /// An 8-bit RGB or premultiplied-RGBA image owned by C memory, freed with its owner.
 final class Pixels {
     fileprivate var image: attache_image
+    /// The source's RGB colour profile, carried into every copy made from these pixels.
+    var icc: [UInt8]?
 
     /// Takes ownership of an image a C decoder allocated.
     init(_ image: attache_image) {
@@ -29,6 +32,21 @@ final class Pixels {
     var width: Int { Int(image.width) }
     var height: Int { Int(image.height) }
     var hasAlpha: Bool { image.channels == 4 }
+
+    /// Straight (not premultiplied) RGBA samples, row by row: for the placeholder hash.
+    func straightRGBA() -> [UInt8] {
+        let c = Int(image.channels), count = width * height
+        var out = [UInt8](repeating: 255, count: count * 4)
+        for i in 0..<count {
+            let alpha = c == 4 ? Int(image.pixels[i * 4 + 3]) : 255
+            for k in 0..<3 {
+                let v = Int(image.pixels[i * c + k])
+                out[i * 4 + k] = alpha == 0 ? 0 : UInt8(min(255, (v * 255 + alpha / 2) / alpha))
+            }
+            out[i * 4 + 3] = UInt8(alpha)
+        }
+        return out
+    }
 
     /// One pixel's channel values (for tests and diagnostics).
     func channelValues(x: Int, y: Int) -> [Int] {
@@ -60,7 +78,8 @@ enum ImageCodecs {
         withUnsafeBytes(of: &options.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws -> Pixels {
+    /// The options every decoder takes; `abort` must outlive their use (the C code holds it unretained).
+    private static func decodeOptions(plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) -> attache_decode_options {
         var options = attache_decode_options()
         options.scale_denom = Int32(plan.jpegScaleDenominator)
         options.shrink = Int32(plan.boxShrink)
@@ -73,6 +92,24 @@ enum ImageCodecs {
             guard let context else { return 0 }
             return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
         }
+        return options
+    }
+
+    /// The ICC profile a decoder found (freeing its copy), kept only when it describes RGB: a grey
+    /// or CMYK profile does not fit the RGB pixels Attache makes.
+    private static func takeProfile(_ options: inout attache_decode_options) -> [UInt8]? {
+        defer {
+            attache_buffer_free(options.icc)
+            options.icc = nil
+            options.icc_length = 0
+        }
+        guard let icc = options.icc, options.icc_length >= 132 else { return nil }
+        let profile = Array(UnsafeBufferPointer(start: icc, count: options.icc_length))
+        return profile[16..<20].elementsEqual("RGB ".utf8) ? profile : nil
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws -> Pixels {
+        var options = decodeOptions(plan: plan, limits: limits, abort: abort)
         var out = attache_image()
         let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let status: attache_status
@@ -80,34 +117,147 @@ enum ImageCodecs {
         case .jpeg: status = attache_jpeg_decode(data, bytes.count, &options, &out)
         case .png: status = attache_png_decode(data, bytes.count, &options, &out)
         case .gif: status = attache_gif_decode(data, bytes.count, &options, &out)
+        case .webp: status = attache_webp_decode(data, bytes.count, &options, &out)
+        case .heic: status = attache_heif_decode(data, bytes.count, &options, &out)
+        case .avif: status = attache_avif_decode(data, bytes.count, &options, &out)
+        case .jxl: status = attache_jxl_decode(data, bytes.count, &options, &out)
         default: status = ATTACHE_ERR_UNSUPPORTED
         }
-        // withExtendedLifetime: the C code held an unretained pointer to `abort`.
         withExtendedLifetime(abort) {}
+        let icc = takeProfile(&options)
         try check(status, message(&options), what: format.rawValue)
-        return Pixels(out)
+        let pixels = Pixels(out)
+        pixels.icc = icc
+        return pixels
+    }
+
+    /// What the library of a converted format reads from its header: size, frames, alpha.
+    static func info(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, limits: MediaLimits) throws(MediaError) -> ImageHeader {
+        var options = decodeOptions(plan: DecodePlan(), limits: limits, abort: AbortFlag())
+        var info = attache_image_info()
+        let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let status: attache_status
+        switch format {
+        case .webp: status = attache_webp_info(data, bytes.count, &options, &info)
+        case .heic: status = attache_heif_info(data, bytes.count, &options, &info)
+        case .avif: status = attache_avif_info(data, bytes.count, &options, &info)
+        case .jxl: status = attache_jxl_info(data, bytes.count, &options, &info)
+        default: status = ATTACHE_ERR_UNSUPPORTED
+        }
+        _ = takeProfile(&options)
+        do {
+            try check(status, message(&options), what: format.rawValue)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.invalidMedia, "\(format.rawValue): \(error)")
+        }
+        return ImageHeader(format: format, width: Int(info.width), height: Int(info.height), orientation: max(1, Int(info.orientation)),
+                           progressive: false, frames: max(1, Int(info.frames)), hasAlpha: info.has_alpha != 0)
+    }
+
+    /// The frames of an animated WebP or AVIF, one at a time.
+    final class Frames {
+        private var frames: OpaquePointer?
+        private var options: attache_decode_options
+        private let abort: AbortFlag
+        private let format: MediaFormat
+        private(set) var icc: [UInt8]?
+
+        init(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws {
+            self.abort = abort
+            self.format = format
+            options = decodeOptions(plan: plan, limits: limits, abort: abort)
+            let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let status: attache_status
+            switch format {
+            case .webp: status = attache_webp_frames_open(data, bytes.count, &options, &frames)
+            case .avif: status = attache_avif_frames_open(data, bytes.count, &options, &frames)
+            default: status = ATTACHE_ERR_UNSUPPORTED
+            }
+            icc = takeProfile(&options)
+            try check(status, message(&options), what: format.rawValue)
+        }
+
+        deinit {
+            attache_frames_close(frames)
+        }
+
+        /// The next frame and how long it shows, in milliseconds; nil after the last.
+        func next() throws -> (pixels: Pixels, milliseconds: Int)? {
+            var out = attache_image()
+            var duration: Int32 = 0
+            let status = withExtendedLifetime(abort) { attache_frames_next(frames, &options, &out, &duration) }
+            let text = message(&options)
+            if status == ATTACHE_ERR_INVALID && text.isEmpty { return nil }
+            try check(status, text, what: format.rawValue)
+            let pixels = Pixels(out)
+            pixels.icc = icc
+            return (pixels, Int(duration))
+        }
+    }
+
+    /// An animated GIF, frame by frame (see attache_gif_writer).
+    final class GIFWriter {
+        private let writer: OpaquePointer
+
+        init(width: Int, height: Int) throws {
+            guard let writer = attache_gif_writer_new(Int32(width), Int32(height)) else {
+                throw MediaError(.limitsExceeded, "a \(width)x\(height) GIF cannot be made")
+            }
+            self.writer = writer
+        }
+
+        deinit {
+            attache_gif_writer_free(writer)
+        }
+
+        var byteCount: Int { attache_gif_writer_size(writer) }
+
+        func add(_ pixels: Pixels, centiseconds: Int) throws {
+            var text = [CChar](repeating: 0, count: 160)
+            try check(attache_gif_writer_add(writer, &pixels.image, Int32(clamping: centiseconds), &text), String(cBuffer: text), what: "gif")
+        }
+
+        func finish() throws -> [UInt8] {
+            var buffer: UnsafeMutablePointer<UInt8>?
+            var length = 0
+            var text = [CChar](repeating: 0, count: 160)
+            let status = attache_gif_writer_finish(writer, &buffer, &length, &text)
+            defer { attache_buffer_free(buffer) }
+            try check(status, String(cBuffer: text), what: "gif")
+            guard let buffer else { throw MediaError(.invalidMedia, "the GIF writer produced nothing") }
+            return Array(UnsafeBufferPointer(start: buffer, count: length))
+        }
     }
 
     static func resize(_ pixels: Pixels, width: Int, height: Int) throws -> Pixels {
         var out = attache_image()
         try check(attache_resize(&pixels.image, Int32(width), Int32(height), &out), "", what: "resize")
-        return Pixels(out)
+        return derived(out, from: pixels)
     }
 
     static func crop(_ pixels: Pixels, x: Int, y: Int, width: Int, height: Int) throws -> Pixels {
         var out = attache_image()
         try check(attache_crop(&pixels.image, Int32(x), Int32(y), Int32(width), Int32(height), &out), "", what: "crop")
-        return Pixels(out)
+        return derived(out, from: pixels)
     }
 
     static func orient(_ pixels: Pixels, orientation: Int) throws -> Pixels {
         guard orientation > 1 else { return pixels }
         var out = attache_image()
         try check(attache_orient(&pixels.image, Int32(orientation), &out), "", what: "orient")
-        return Pixels(out)
+        return derived(out, from: pixels)
     }
 
-    /// JPEG for opaque images, PNG (straight alpha) when there is transparency.
+    private static func derived(_ image: attache_image, from source: Pixels) -> Pixels {
+        let pixels = Pixels(image)
+        pixels.icc = source.icc
+        return pixels
+    }
+
+    /// JPEG for opaque images, PNG (straight alpha) when there is transparency. An opaque RGBA
+    /// image loses its (unused) alpha channel in place.
     static func encode(_ pixels: Pixels, quality: Int) throws -> (bytes: [UInt8], format: MediaFormat) {
         if pixels.hasAlpha && attache_is_opaque(&pixels.image) != 0 {
             attache_drop_alpha(&pixels.image)
@@ -117,12 +267,15 @@ enum ImageCodecs {
         var text = [CChar](repeating: 0, count: 160)
         let format: MediaFormat
         let status: attache_status
+        let icc = pixels.icc ?? []
         if pixels.hasAlpha {
-            attache_unpremultiply(&pixels.image)
-            status = attache_png_encode(&pixels.image, &buffer, &length, &text)
+            // PNG wants straight alpha: on a copy, as the caller may use these pixels again.
+            let straight = try crop(pixels, x: 0, y: 0, width: pixels.width, height: pixels.height)
+            attache_unpremultiply(&straight.image)
+            status = attache_png_encode(&straight.image, icc, icc.count, &buffer, &length, &text)
             format = .png
         } else {
-            status = attache_jpeg_encode(&pixels.image, Int32(quality), &buffer, &length, &text)
+            status = attache_jpeg_encode(&pixels.image, Int32(quality), icc, icc.count, &buffer, &length, &text)
             format = .jpeg
         }
         defer { attache_buffer_free(buffer) }

@@ -19,16 +19,19 @@ public struct ImageHeader: Sendable, Equatable {
     public var displayWidth: Int { orientation >= 5 ? height : width }
     public var displayHeight: Int { orientation >= 5 ? width : height }
 
-    public static func read(_ bytes: [UInt8], format: MediaFormat) throws(MediaError) -> ImageHeader {
-        try withBytes(bytes) { (b) throws(MediaError) in try read(b, format: format) }
+    public static func read(_ bytes: [UInt8], format: MediaFormat, limits: MediaLimits = MediaLimits()) throws(MediaError) -> ImageHeader {
+        try withBytes(bytes) { (b) throws(MediaError) in try read(b, format: format, limits: limits) }
     }
 
-    public static func read(_ bytes: UnsafeRawBufferPointer, format: MediaFormat) throws(MediaError) -> ImageHeader {
+    /// JPEG, PNG and GIF headers are read here; the formats Attache converts by their own library
+    /// (which parses the container, not the pixels), with `limits` set on it.
+    public static func read(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, limits: MediaLimits = MediaLimits()) throws(MediaError) -> ImageHeader {
         switch format {
         case .jpeg: return try jpeg(bytes)
         case .png: return try png(bytes)
         case .gif: return try gif(bytes)
-        default: throw MediaError(.unsupportedType, "\(format.rawValue) is not an image iOS can show")
+        case .webp, .heic, .avif, .jxl: return try ImageCodecs.info(bytes, format: format, limits: limits)
+        default: throw MediaError(.unsupportedType, "\(format.rawValue) is not an image Attache can attach or convert")
         }
     }
 

@@ -7,6 +7,8 @@ public struct RenderedImage: Sendable {
     public var format: MediaFormat
     public var width: Int
     public var height: Int
+    /// More than 1 for an animated GIF made from an animation.
+    public var frames = 1
 }
 
 public struct RenderOptions: Sendable {
@@ -28,8 +30,23 @@ public struct RenderOptions: Sendable {
 public struct ImageRendition: Sendable {
     public var header: ImageHeader
     public var thumbnail: RenderedImage
-    /// Nil when the validated original is small enough to be stored as it is.
+    /// Nil when the validated original is small enough to be stored as it is; always set for a
+    /// format iOS does not show (the converted copy).
     public var display: RenderedImage?
+    /// The ThumbHash of the thumbnail (see `ThumbHash`), base64.
+    public var thumbhash: String?
+
+    public init(header: ImageHeader, thumbnail: RenderedImage, display: RenderedImage?, thumbhash: String? = nil) {
+        self.header = header
+        self.thumbnail = thumbnail
+        self.display = display
+        self.thumbhash = thumbhash
+    }
+
+    /// The source format, when what goes to the device is a conversion of it.
+    public var convertedFrom: MediaFormat? {
+        header.format.isConvertedForIOS ? header.format : nil
+    }
 }
 
 /// Inspect (header limits), decode-validate, and render thumbnails and display copies.
@@ -54,13 +71,13 @@ public struct ImagePipeline: Sendable {
         guard format.kind == .image else {
             throw MediaError(.unsupportedType, "\(format.rawValue) is \(format.kind.rawValue), not an image")
         }
-        guard format.isSupportedByIOS else {
-            throw MediaError(.unsupportedType, "\(format.rawValue) is not an image iOS can show")
+        guard format.isSupportedByIOS || format.isConvertedForIOS else {
+            throw MediaError(.unsupportedType, "\(format.rawValue) is not an image Attache can attach or convert")
         }
         guard bytes.count <= limits.imageBytes || format != .gif else {
             throw MediaError(.tooLarge, "\(bytes.count) bytes is over the \(limits.imageBytes)-byte image cap")
         }
-        let header = try ImageHeader.read(bytes, format: format)
+        let header = try ImageHeader.read(bytes, format: format, limits: limits)
         if header.frames > limits.maxGIFFrames {
             throw MediaError(.limitsExceeded, "\(header.frames) frames (limit \(limits.maxGIFFrames))")
         }
@@ -113,27 +130,54 @@ public struct ImagePipeline: Sendable {
     public func render(_ bytes: UnsafeRawBufferPointer, header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
         let longest = max(header.width, header.height)
         let animated = header.frames > 1
-        let needsDisplay = !animated && (longest > options.displaySize || bytes.count > limits.imageBytes)
+        let converted = header.format.isConvertedForIOS
+        if animated && converted {
+            return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
+        }
+        let needsDisplay = !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         if animated && bytes.count > limits.imageBytes {
             throw MediaError(.tooLarge, "animated image of \(bytes.count) bytes is over the \(limits.imageBytes)-byte cap")
         }
-        let clip = options.clip?.clamped
-        let clipShare = clip.map { min($0.width, $0.height) } ?? 1
-        // Decode to twice the thumbnail (over the clipped share), or to the display size if that is bigger.
-        let thumbTarget = Int((Double(options.thumbnailSize * 2) / clipShare).rounded(.up))
-        let target = needsDisplay ? max(options.displaySize, thumbTarget) : thumbTarget
+        let target = needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options)
         let plan = plan(header, target: min(target, longest))
         let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)
 
         var display: RenderedImage?
         if needsDisplay {
-            display = try make(from: decoded, clip: nil, edge: options.displaySize, orientation: header.orientation, quality: options.jpegQuality)
+            display = try encode(sized(decoded, clip: nil, edge: options.displaySize, orientation: header.orientation), quality: options.jpegQuality)
         }
-        let thumbnail = try make(from: decoded, clip: clip, edge: options.thumbnailSize, orientation: header.orientation, quality: options.jpegQuality)
-        return ImageRendition(header: header, thumbnail: thumbnail, display: display)
+        return try finish(header: header, firstFrame: decoded, display: display, options: options)
     }
 
-    func make(from source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int, quality: Int) throws -> RenderedImage {
+    /// Decode to twice the thumbnail (over the clipped share): enough for a sharp resample.
+    func thumbnailTarget(_ options: RenderOptions) -> Int {
+        let clipShare = options.clip?.clamped.map { min($0.width, $0.height) } ?? 1
+        return Int((Double(options.thumbnailSize * 2) / clipShare).rounded(.up))
+    }
+
+    /// The thumbnail and its placeholder hash, from the decoded (first) frame.
+    func finish(header: ImageHeader, firstFrame: Pixels, display: RenderedImage?, options: RenderOptions) throws -> ImageRendition {
+        let thumbnail = try sized(firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: header.orientation)
+        return ImageRendition(header: header, thumbnail: try encode(thumbnail, quality: options.jpegQuality), display: display,
+                              thumbhash: try placeholder(thumbnail))
+    }
+
+    /// The ThumbHash of an image, from a copy of at most 100 pixels a side.
+    func placeholder(_ pixels: Pixels) throws -> String {
+        let scale = min(1, 100 / Double(max(pixels.width, pixels.height)))
+        let w = max(1, Int((Double(pixels.width) * scale).rounded())), h = max(1, Int((Double(pixels.height) * scale).rounded()))
+        let small = w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
+        return Base64.encode(ThumbHash.encode(width: w, height: h, rgba: small.straightRGBA()))
+    }
+
+    /// JPEG, or PNG when there is transparency.
+    func encode(_ pixels: Pixels, quality: Int) throws -> RenderedImage {
+        let encoded = try ImageCodecs.encode(pixels, quality: quality)
+        return RenderedImage(bytes: encoded.bytes, format: encoded.format, width: pixels.width, height: pixels.height)
+    }
+
+    /// Cropped to `clip`, scaled to fit `edge`, and turned upright.
+    func sized(_ source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int) throws -> Pixels {
         var pixels = source
         if let clip {
             // The clipping rect is in the displayed (oriented) image's units; map it to stored pixels.
@@ -147,9 +191,7 @@ public struct ImagePipeline: Sendable {
         let w = max(1, Int((Double(pixels.width) * scale).rounded()))
         let h = max(1, Int((Double(pixels.height) * scale).rounded()))
         let sized = w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
-        let resized = try ImageCodecs.orient(sized, orientation: orientation)
-        let encoded = try ImageCodecs.encode(resized, quality: quality)
-        return RenderedImage(bytes: encoded.bytes, format: encoded.format, width: resized.width, height: resized.height)
+        return try ImageCodecs.orient(sized, orientation: orientation)
     }
 
     /// Maps a rect given on the upright image back onto the stored pixels for EXIF orientation 1–8.

@@ -4,11 +4,11 @@ public enum MediaKind: String, Sendable {
 
 /// A container format, recognised by its magic bytes — never by Content-Type or extension.
 public enum MediaFormat: String, Sendable, CaseIterable {
-    case jpeg, png, gif, webp, heic, avif, mp4, mov, m4a, avi, mpeg, mpegts, webm, mp3, wav, aiff
+    case jpeg, png, gif, webp, heic, avif, jxl, mp4, mov, m4a, avi, mpeg, mpegts, webm, mp3, wav, aiff
 
     public var kind: MediaKind {
         switch self {
-        case .jpeg, .png, .gif, .webp, .heic, .avif: return .image
+        case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return .image
         case .mp4, .mov, .avi, .mpeg, .mpegts, .webm: return .video
         case .m4a, .mp3, .wav, .aiff: return .audio
         }
@@ -23,6 +23,7 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         case .webp: return "org.webmproject.webp"
         case .heic: return "public.heic"
         case .avif: return "public.avif"
+        case .jxl: return "public.jpeg-xl"
         case .mp4: return "public.mpeg-4"
         case .mov: return "com.apple.quicktime-movie"
         case .m4a: return "com.apple.m4a-audio"
@@ -50,7 +51,15 @@ public enum MediaFormat: String, Sendable, CaseIterable {
     public var isSupportedByIOS: Bool {
         switch self {
         case .jpeg, .png, .gif, .mp4, .mov, .m4a, .avi, .mpeg, .mp3, .wav, .aiff: return true
-        case .webp, .heic, .avif, .webm, .mpegts: return false
+        case .webp, .heic, .avif, .jxl, .webm, .mpegts: return false
+        }
+    }
+
+    /// Images iOS does not show that Attache decodes and converts (to JPEG, PNG or GIF).
+    public var isConvertedForIOS: Bool {
+        switch self {
+        case .webp, .heic, .avif, .jxl: return true
+        default: return false
         }
     }
 }
@@ -70,6 +79,7 @@ public enum Sniffer {
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if ascii(0, "GIF87a") || ascii(0, "GIF89a") { return .gif }
         if ascii(0, "RIFF") && ascii(8, "WEBP") { return .webp }
+        if at(0, [0xFF, 0x0A]) || at(0, [0, 0, 0, 0x0C]) && ascii(4, "JXL ") && at(8, [0x0D, 0x0A, 0x87, 0x0A]) { return .jxl }  // codestream, container
         if ascii(0, "RIFF") && ascii(8, "AVI ") { return .avi }
         if ascii(0, "RIFF") && ascii(8, "WAVE") { return .wav }
         if ascii(0, "FORM") && (ascii(8, "AIFF") || ascii(8, "AIFC")) { return .aiff }

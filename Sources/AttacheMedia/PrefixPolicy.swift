@@ -1,6 +1,6 @@
 /// What the first bytes of a download say, judged while the rest is still arriving (the fetch
-/// engine runs it once `Sniffer.prefixLength` bytes are in): anything iOS cannot attach stops
-/// here, and each kind gets its own byte cap.
+/// engine runs it once `Sniffer.prefixLength` bytes are in): anything Attache cannot attach or
+/// convert stops here, and each kind gets its own byte cap.
 public enum PrefixPolicy {
     /// The format the bytes start as, and the most bytes worth receiving for it.
     public static func judge(_ prefix: [UInt8], limits: MediaLimits) throws(MediaError) -> (format: MediaFormat, maxBytes: Int) {
@@ -15,10 +15,9 @@ public enum PrefixPolicy {
             throw MediaError(.unsupportedType, "not a recognised media format")
         }
         switch format {
-        case .webp, .heic, .avif:
-            throw MediaError(.unsupportedType, "\(format.rawValue) is not an image iOS can show")
-        case .jpeg, .png:
-            // Over the cap can still become a display copy; take up to twice the cap.
+        case .jpeg, .png, .webp, .heic, .avif, .jxl:
+            // Over the cap can still become a display copy (and the formats iOS does not show always
+            // become one): take up to twice the cap.
             return (format, limits.imageBytes * 2)
         default:
             // Movies and sounds are judged by probing; WebM is refused there, with its codec named.

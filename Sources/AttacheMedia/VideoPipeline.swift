@@ -97,7 +97,7 @@ public struct VideoPipeline: Sendable {
         case .wav: return "wav"
         case .aiff: return "aiff"
         case .webm: return "matroska"
-        case .jpeg, .png, .gif, .webp, .heic, .avif: return nil
+        case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return nil
         }
     }
 
@@ -133,8 +133,9 @@ public struct VideoPipeline: Sendable {
             return MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)
         }
         let orientation = [90: 6, 180: 3, 270: 8][result.facts.rotation] ?? 1
-        let thumbnail = try ImagePipeline(limits: limits).make(
-            from: frame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: orientation, quality: options.jpegQuality
+        let images = ImagePipeline(limits: limits)
+        let thumbnail = try images.encode(
+            images.sized(frame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: orientation), quality: options.jpegQuality
         )
         return MovieRendition(facts: result.facts, thumbnail: thumbnail, thumbnailTime: result.shownAt)
     }
@@ -222,7 +223,7 @@ public struct VideoPipeline: Sendable {
             facts.unsupportedBecause = "\(video.isEmpty ? audio : video) in WebM/Matroska is not played by iOS"
         case .mpegts:
             facts.unsupportedBecause = "MPEG transport streams are not attachments iOS plays"
-        case .jpeg, .png, .gif, .webp, .heic, .avif:
+        case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl:
             facts.unsupportedBecause = "an image, not a movie or sound"
         }
         return facts

@@ -21,10 +21,15 @@ public struct AttachmentEntry: Sendable, Equatable {
     public var frames: Int?
     public var duration: Double?
     public var thumbnail: Thumbnail?
+    /// A ThumbHash (base64) of the image, for an app to show while the attachment loads.
+    public var thumbhash: String?
+    /// The format the media came in, when `url` is a conversion of it (`heic`, `webp`, …).
+    public var convertedFrom: String?
     public var options: MediaOptions
 
     public init(id: String, url: String, type: String, bytes: Int, width: Int? = nil, height: Int? = nil,
-                frames: Int? = nil, duration: Double? = nil, thumbnail: Thumbnail? = nil, options: MediaOptions = .init()) {
+                frames: Int? = nil, duration: Double? = nil, thumbnail: Thumbnail? = nil, thumbhash: String? = nil,
+                convertedFrom: String? = nil, options: MediaOptions = .init()) {
         self.id = id
         self.url = url
         self.type = type
@@ -34,7 +39,23 @@ public struct AttachmentEntry: Sendable, Equatable {
         self.frames = frames
         self.duration = duration
         self.thumbnail = thumbnail
+        self.thumbhash = thumbhash
+        self.convertedFrom = convertedFrom
         self.options = options
+    }
+
+    /// An entry as `json()` wrote it (id and options aside); nil when a required field is missing.
+    public init?(json o: JSONObject) {
+        func int(_ key: String, in object: JSONObject = o) -> Int? { object[key]?.numberText.flatMap { Int($0) } }
+        guard let url = o["url"]?.stringValue, let type = o["type"]?.stringValue, let bytes = int("bytes") else { return nil }
+        var thumbnail: Thumbnail?
+        if let t = o["thumbnail"]?.objectValue {
+            guard let url = t["url"]?.stringValue, let width = int("width", in: t), let height = int("height", in: t) else { return nil }
+            thumbnail = Thumbnail(url: url, width: width, height: height)
+        }
+        self.init(id: o["id"]?.stringValue ?? "", url: url, type: type, bytes: bytes, width: int("width"), height: int("height"),
+                  frames: int("frames"), duration: o["duration"]?.doubleValue, thumbnail: thumbnail,
+                  thumbhash: o["thumbhash"]?.stringValue, convertedFrom: o["converted-from"]?.stringValue)
     }
 
     /// The same media attached under another payload's id and options.
@@ -46,24 +67,27 @@ public struct AttachmentEntry: Sendable, Equatable {
     }
 
     /// How much to leave out when the payload is over budget: 0 is everything, each level
-    /// drops more of what a device can do without (sizes, then the thumbnail).
-    public static let trimLevels = 3
+    /// drops more of what a device can do without (the placeholder hash, byte counts and what it
+    /// was converted from, sizes, then the thumbnail).
+    public static let trimLevels = 4
 
     public func json(trim: Int = 0) -> JSONValue {
         var o = JSONObject()
         o["id"] = .string(id)
         o["url"] = .string(url)
         o["type"] = .string(type)
-        if trim < 1 {
+        if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
+        if trim < 2 {
             o["bytes"] = .int(bytes)
             if let frames { o["frames"] = .int(frames) }
             if let duration { o["duration"] = .double(duration) }
+            if let convertedFrom { o["converted-from"] = .string(convertedFrom) }
         }
-        if trim < 2 {
+        if trim < 3 {
             if let width { o["width"] = .int(width) }
             if let height { o["height"] = .int(height) }
         }
-        if trim < 3, let thumbnail {
+        if trim < 4, let thumbnail {
             o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
         }
         if let rect = options.clippingRect {

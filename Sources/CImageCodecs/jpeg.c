@@ -103,8 +103,17 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     cinfo.progress = &progress.base;
 
     jpeg_mem_src(&cinfo, data, (unsigned long)length);
+    jpeg_save_markers(&cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC profiles (APP2), carried into the copies
     jpeg_read_header(&cinfo, TRUE);
     int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+    if (!cmyk) {  // a CMYK profile does not describe the RGB made from it
+        JOCTET *icc = NULL;
+        unsigned int icc_length = 0;
+        if (jpeg_read_icc_profile(&cinfo, &icc, &icc_length)) {
+            options->icc = icc;
+            options->icc_length = icc_length;
+        }
+    }
     cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     cinfo.scale_num = 1;
     cinfo.scale_denom = options->scale_denom > 0 ? options->scale_denom : 1;
@@ -157,7 +166,8 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     return ATTACHE_OK;
 }
 
-attache_status attache_jpeg_encode(const attache_image *image, int quality, uint8_t **out, size_t *out_length, char message[160]) {
+attache_status attache_jpeg_encode(const attache_image *image, int quality, const uint8_t *icc, size_t icc_length,
+                                   uint8_t **out, size_t *out_length, char message[160]) {
     struct jpeg_compress_struct cinfo;
     error_mgr err;
     unsigned char *volatile buffer = NULL;
@@ -189,6 +199,7 @@ attache_status attache_jpeg_encode(const attache_image *image, int quality, uint
     cinfo.optimize_coding = TRUE;
     cinfo.write_JFIF_header = TRUE;
     jpeg_start_compress(&cinfo, TRUE);
+    if (icc && icc_length > 0) jpeg_write_icc_profile(&cinfo, icc, (unsigned int)icc_length);
     while (cinfo.next_scanline < cinfo.image_height) {
         JSAMPROW rows[1] = { image->pixels + (size_t)cinfo.next_scanline * image->width * 3 };
         jpeg_write_scanlines(&cinfo, rows, 1);

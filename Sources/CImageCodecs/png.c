@@ -64,6 +64,17 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     png_set_chunk_malloc_max(png, 8 * 1024 * 1024);
     png_set_read_fn(png, &r, read_data);
     png_read_info(png, info);
+    png_charp icc_name;
+    int icc_compression;
+    png_bytep icc;
+    png_uint_32 icc_length;
+    if (png_get_iCCP(png, info, &icc_name, &icc_compression, &icc, &icc_length) && icc_length > 0 && !options->icc) {
+        options->icc = malloc(icc_length);  // carried into the copies
+        if (options->icc) {
+            memcpy(options->icc, icc, icc_length);
+            options->icc_length = icc_length;
+        }
+    }
 
     png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
     if ((uint64_t)width * height > options->max_pixels) {
@@ -146,7 +157,8 @@ static void write_data(png_structp png, png_bytep in, png_size_t count) {
 
 static void flush_data(png_structp png) { (void)png; }
 
-attache_status attache_png_encode(const attache_image *image, uint8_t **out, size_t *out_length, char message[160]) {
+attache_status attache_png_encode(const attache_image *image, const uint8_t *icc, size_t icc_length,
+                                  uint8_t **out, size_t *out_length, char message[160]) {
     writer w = { NULL, 0, 0, 0 };
     error_context ctx = { message };
     *out = NULL;
@@ -168,6 +180,10 @@ attache_status attache_png_encode(const attache_image *image, uint8_t **out, siz
                  image->channels == 4 ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, 6);
+    // A profile libpng finds wrong is left out with a warning (benign), not an error: the pixels
+    // are still good.
+    png_set_benign_errors(png, 1);
+    if (icc && icc_length > 0) png_set_iCCP(png, info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
     png_write_info(png, info);
     size_t stride = (size_t)image->width * image->channels;
     for (int y = 0; y < image->height; y++) png_write_row(png, image->pixels + stride * y);

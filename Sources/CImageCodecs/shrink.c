@@ -123,3 +123,12 @@ void attache_shrinker_free(attache_shrinker *s) {
     s->sums = NULL;
     s->image.pixels = NULL;
 }
+
+attache_status attache_shrink_buffer(const uint8_t *pixels, int width, int height, size_t stride, int channels,
+                                     int premultiply, int factor, attache_image *out) {
+    attache_shrinker shrinker;
+    if (!attache_shrinker_init(&shrinker, width, height, channels, factor, premultiply)) return ATTACHE_ERR_NOMEM;
+    for (int y = 0; y < height; y++) attache_shrinker_push(&shrinker, pixels + (size_t)y * stride);
+    attache_shrinker_finish(&shrinker, out);
+    return ATTACHE_OK;
+}

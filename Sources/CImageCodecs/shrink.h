@@ -19,4 +19,7 @@ void attache_shrinker_push(attache_shrinker *s, const uint8_t *row);
 /// Flushes a partial last block and hands the image over (the shrinker no longer owns it).
 void attache_shrinker_finish(attache_shrinker *s, attache_image *out);
 void attache_shrinker_free(attache_shrinker *s);
+/// A whole decoded buffer (the libraries that hand out an image at once) through a shrinker.
+attache_status attache_shrink_buffer(const uint8_t *pixels, int width, int height, size_t stride, int channels,
+                                     int premultiply, int factor, attache_image *out);
 #endif

@@ -168,7 +168,7 @@ import Testing
     }
 
     @Test func unsupportedKindsAreRefused() {
-        #expect { try pipeline.inspect(Fixtures.bytes("image.webp")) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
+        #expect { try pipeline.inspect(Fixtures.bytes("clip.mp4")) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
         #expect { try pipeline.inspect(Array("<html>".utf8)) } throws: { ($0 as? MediaError)?.code == .unsupportedType }
     }
 

@@ -5,7 +5,8 @@ import Testing
 @Suite struct SnifferTests {
     @Test(arguments: [
         ("photo.jpg", MediaFormat.jpeg), ("progressive.jpg", .jpeg), ("alpha.png", .png), ("palette.png", .png),
-        ("animated.gif", .gif), ("image.webp", .webp), ("rotated.jpg", .jpeg),
+        ("animated.gif", .gif), ("image.webp", .webp), ("rotated.jpg", .jpeg), ("photo.heic", .heic), ("alpha.heic", .heic),
+        ("photo.avif", .avif), ("animated.avif", .avif), ("animated.webp", .webp), ("photo.jxl", .jxl),
     ])
     func samples(_ name: String, _ format: MediaFormat) {
         #expect(Sniffer.sniff(Fixtures.bytes(name)) == format)
@@ -26,6 +27,10 @@ import Testing
         #expect(Sniffer.sniff(Array("RIFF\0\0\0\0WAVEfmt ".utf8)) == .wav)
         #expect(Sniffer.sniff(Array("FORM\0\0\0\0AIFF".utf8)) == .aiff)
         #expect(Sniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F]) == .webm)
+        #expect(Sniffer.sniff([0xFF, 0x0A, 0xFA, 0x1F]) == .jxl)  // JPEG XL codestream
+        #expect(Sniffer.sniff([0, 0, 0, 0x0C] + Array("JXL ".utf8) + [0x0D, 0x0A, 0x87, 0x0A]) == .jxl)  // and container
+        #expect(Sniffer.sniff(ftyp("msf1", ["heic"])) == .heic)
+        #expect(Sniffer.sniff(ftyp("avis", ["msf1"])) == .avif)
         #expect(Sniffer.sniff(Array("<!doctype html><html>".utf8)) == nil)
         #expect(Sniffer.sniff(Array("#EXTM3U\n".utf8)) == nil)
         #expect(Sniffer.sniff([]) == nil)

@@ -13,7 +13,8 @@ import Testing
         ("fcm.json", ["public.jpeg"]), ("onesignal.json", ["public.png", "public.png"]),
         ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
         ("clevertap.json", ["public.jpeg"]), ("iterable.json", ["public.jpeg"]), ("customerio.json", ["public.png"]),
-        ("generic.json", ["public.png"]),
+        ("generic.json", ["public.png"]), ("heic.json", ["public.jpeg"]), ("webp.json", ["public.jpeg"]),
+        ("animated-webp.json", ["com.compuserve.gif"]),
     ], [Isolation.inProcess, .process])
     func everyDialectIsEnriched(_ sample: (name: String, types: [String]), _ isolation: Isolation) async throws {
         let (name, types) = sample
@@ -37,6 +38,38 @@ import Testing
         // Nothing but stored media beside the process's scratch directory, and no temp file in it.
         #expect(listDirectory(h.mediaDirectory).filter { $0.hasPrefix(".") } == [ScratchSpace.folderName])
         #expect(await eventually { h.temporaryFiles().isEmpty })
+    }
+
+    /// A HEIC goes to the device as the JPEG made from it; the entry and the report say so, and
+    /// the entry carries the thumbnail's placeholder hash.
+    @Test func aConvertedImageSaysWhatItWas() async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let emission = try await e.enrich(h.sample("heic.json"))
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == "public.jpeg")
+        #expect(entry["url"]?.stringValue?.hasSuffix(".jpg") == true)
+        #expect(entry["converted-from"]?.stringValue == "heic")
+        #expect((entry["width"]?.numberText, entry["height"]?.numberText) == ("640", "480"))
+        let hash = try #require(entry["thumbhash"]?.stringValue)
+        #expect((28...44).contains(hash.count))  // ~25 bytes in base64
+        let report = try #require(emission.report.attachments.first)
+        #expect((report.format, report.convertedFrom) == ("heic", "heic"))
+    }
+
+    /// Over the 4 KB budget, the placeholder hash is the first thing left out.
+    @Test func thePlaceholderIsDroppedFirst() throws {
+        let entry = AttachmentEntry(id: "a", url: "https://media.example/a.jpg", type: "public.jpeg", bytes: 1000, width: 10, height: 10,
+                                    thumbnail: .init(url: "https://media.example/t.jpg", width: 5, height: 5),
+                                    thumbhash: String(repeating: "A", count: 36), convertedFrom: "heic")
+        let full = JSONWriter.bytes(.array([entry.json()]))
+        let root = JSONObject(["aps": .object(JSONObject(["alert": .string(String(repeating: "x", count: 100))]))])
+        let budget = JSONWriter.bytes(.object(root)).count + full.count + 15 - 20  // "attachments": and a little less than all
+        let fitted = try #require(PayloadBudget.fit(root, entries: [entry], key: "attachments", maxBytes: budget))
+        let kept = try #require(try json(fitted)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(kept["thumbhash"] == nil)
+        #expect(kept["bytes"] != nil && kept["thumbnail"] != nil)
     }
 
     @Test func airshipContentAndOptionsGoIntoThePayload() async throws {
@@ -69,7 +102,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("fallback-truncated.json", Reason.invalidMedia), ("fallback-webp.json", .unsupportedType),
+        ("fallback-truncated.json", Reason.invalidMedia), ("fallback-webm.json", .unsupportedType),
         ("fallback-address-denied.json", .addressDenied), ("fallback-key-conflict.json", .keyConflict),
     ])
     func fallbackIsByteIdentical(_ name: String, _ reason: Reason) async throws {
@@ -114,7 +147,7 @@ import Testing
         let records = Records()
         var logger = Logger(label: "test") { _ in RecordingHandler(records: records) }
         logger[metadataKey: "attache.request.id"] = "req-7"
-        let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/image.webp"}"#), logger: logger)
+        let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/error-page.html"}"#), logger: logger)
         #expect(emission.reason == .unsupportedType)
         let failures = records.lines.withLock { $0 }.filter { $0.message == "attachment failed" }
         #expect(failures.count == 1)

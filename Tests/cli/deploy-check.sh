@@ -28,6 +28,26 @@ check "the image runs the serve command" "grep -q '\"serve\"' Dockerfile"
 for product in $(sed -n 's/^PRODUCTS := //p' Makefile); do
   check "the image has $product beside attache" "grep -q '^COPY .*release/$product[ /].*/usr/local/bin/' Dockerfile"
 done
+# Every Debian library the built executables link directly (their NEEDED entries, resolved by ldd to a
+# package with dpkg -S) is installed in the runtime image, but for what bookworm-slim has already
+# and what libcurl4 brings; the Swift runtime, linked in statically by release builds, belongs to
+# no package. (Libraries loaded with dlopen, curl and FFmpeg's, are checked by name above.)
+base="libc6 libgcc-s1 libstdc++6 zlib1g libssl3"
+bin_dir=${DEPLOY_BIN_DIR:-.build/debug}
+for product in $(sed -n 's/^PRODUCTS := //p' Makefile); do
+  [ -x "$bin_dir/$product" ] || continue
+  needed=$(readelf -d "$bin_dir/$product" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  for lib in $(for name in $needed; do ldd "$bin_dir/$product" | awk -v n="$name" '$1 == n && $3 ~ /^\// { print $3 }'; done); do
+    package=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)
+    [ -z "$package" ] && package=$(dpkg -S "$lib" 2>/dev/null | head -1 | cut -d: -f1)
+    [ -z "$package" ] && continue
+    case " $base " in *" $package "*) continue ;; esac
+    echo "$package"
+  done
+done | sort -u > "$tmp/runtime-packages"
+for package in $(cat "$tmp/runtime-packages"); do
+  check "the runtime image installs $package (linked by the executables)" "grep -qw '$package' Dockerfile"
+done
 check "the runtime image has libseccomp (the decoders' sandbox)" "grep -q 'libseccomp2' Dockerfile"
 # Two replicas behind nginx, sharing SeaweedFS as their store: the pieces, and that the config
 # files they mount are in the repository.

@@ -16,7 +16,7 @@ binary = sys.argv[1]
 cases = int(sys.argv[2]) if len(sys.argv) > 2 else 600
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
 media = sorted(p for p in glob.glob(os.path.join(root, "Samples/media/*"))
-               if not p.endswith((".html", ".webp")) and os.path.getsize(p) < 300_000)
+               if os.path.isfile(p) and not p.endswith((".html", ".sh")) and os.path.getsize(p) < 300_000)
 payloads = [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(root, "Samples/payloads/*.json")))]
 work = os.environ.get("TMPDIR", "/tmp")
 passed = failed = 0

@@ -186,7 +186,7 @@ package enum DecodeWire {
         func image(_ image: RenderedImage) -> JSONValue {
             blobs.append(image.bytes)
             return .object(JSONObject(["format": .string(image.format.rawValue), "width": .int(image.width),
-                                       "height": .int(image.height), "blob": .int(blobs.count - 1)]))
+                                       "height": .int(image.height), "frames": .int(image.frames), "blob": .int(blobs.count - 1)]))
         }
         o["cpu_ms"] = .int(cpuMs)
         switch result {
@@ -200,6 +200,7 @@ package enum DecodeWire {
             o["header"] = json(rendition.header)
             o["thumbnail"] = image(rendition.thumbnail)
             if let display = rendition.display { o["display"] = image(display) }
+            if let hash = rendition.thumbhash { o["thumbhash"] = .string(hash) }
             o["inspect_ms"] = .exact(inspectMs)
             o["render_ms"] = .exact(renderMs)
         case let .success(.movie(movie)):
@@ -231,12 +232,14 @@ package enum DecodeWire {
             guard let format = MediaFormat(rawValue: try i.string("format")), frame.blobs.indices.contains(index) else {
                 throw WireError("a rendered image without its format or bytes")
             }
-            return RenderedImage(bytes: frame.blobs[index], format: format, width: try i.int("width"), height: try i.int("height"))
+            return RenderedImage(bytes: frame.blobs[index], format: format, width: try i.int("width"), height: try i.int("height"),
+                                 frames: try i.int("frames"))
         }
         switch try o.string("kind") {
         case "image":
             guard let thumbnail = try image("thumbnail") else { throw WireError("an image result without a thumbnail") }
-            let rendition = ImageRendition(header: try header(o.object("header")), thumbnail: thumbnail, display: try image("display"))
+            let rendition = ImageRendition(header: try header(o.object("header")), thumbnail: thumbnail, display: try image("display"),
+                                           thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil)
             return .image(rendition, inspectMs: try o.double("inspect_ms"), renderMs: try o.double("render_ms"))
         case "movie":
             return .movie(MovieRendition(facts: try facts(o.object("facts")), thumbnail: try image("thumbnail"),

@@ -1,5 +1,5 @@
-// Decoders, encoders and pixel operations for Attache, written against libjpeg-turbo, libpng and
-// giflib. All setjmp/longjmp error handling stays inside these C files; callers only ever see a
+// Decoders, encoders and pixel operations for Attache, written against libjpeg-turbo, libpng,
+// giflib, libwebp, libheif (HEIC), libavif (AVIF) and libjxl. All setjmp/longjmp error handling stays inside these C files; callers only ever see a
 // status code and a message.
 #ifndef ATTACHE_CODECS_H
 #define ATTACHE_CODECS_H
@@ -36,7 +36,24 @@ typedef struct {
     attache_abort_fn abort_fn;
     void *abort_context;
     char message[160];        // set on failure
+    // Out: the embedded ICC profile, when the decoder found one (malloc'd; attache_buffer_free).
+    uint8_t *icc;
+    size_t icc_length;
 } attache_decode_options;
+
+/// What a container says before a pixel is decoded, read by the format's own library.
+typedef struct {
+    int width;                // as decoded (HEIC grids whole), before `orientation`
+    int height;
+    int orientation;          // EXIF-style 1-8 still to apply (AVIF's irot/imir); 1 when the library applied it
+    int frames;               // 1 for a still
+    int has_alpha;
+} attache_image_info;
+
+attache_status attache_webp_info(const uint8_t *data, size_t length, attache_decode_options *options, attache_image_info *info);
+attache_status attache_heif_info(const uint8_t *data, size_t length, attache_decode_options *options, attache_image_info *info);
+attache_status attache_avif_info(const uint8_t *data, size_t length, attache_decode_options *options, attache_image_info *info);
+attache_status attache_jxl_info(const uint8_t *data, size_t length, attache_decode_options *options, attache_image_info *info);
 
 attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
@@ -44,8 +61,37 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
 /// later frame (and throws it away) up to the trailer: any that fails makes the GIF invalid.
 attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 
-attache_status attache_jpeg_encode(const attache_image *image, int quality, uint8_t **out, size_t *out_length, char message[160]);
-attache_status attache_png_encode(const attache_image *image, uint8_t **out, size_t *out_length, char message[160]);
+/// Stills (the first frame of an animation), upright (the libraries apply EXIF, irot and imir),
+/// premultiplied RGBA or RGB, box-shrunk by `options->shrink`; the ICC profile in `options`.
+attache_status attache_webp_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+attache_status attache_heif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+attache_status attache_avif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+attache_status attache_jxl_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+
+/// The frames of an animation, one at a time, each the whole canvas composited (premultiplied
+/// RGBA, box-shrunk by `options->shrink`), with how long it shows.
+typedef struct attache_frames attache_frames;
+attache_status attache_webp_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out);
+attache_status attache_avif_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out);
+/// ATTACHE_OK with a frame; ATTACHE_ERR_INVALID with an empty message after the last one.
+attache_status attache_frames_next(attache_frames *frames, attache_decode_options *options, attache_image *out, int *duration_ms);
+void attache_frames_close(attache_frames *frames);
+
+/// An animated GIF built frame by frame in memory: each frame gets its own palette (giflib's
+/// median-cut quantiser), a pixel under half opacity becomes the transparent index.
+typedef struct attache_gif_writer attache_gif_writer;
+attache_gif_writer *attache_gif_writer_new(int width, int height);
+attache_status attache_gif_writer_add(attache_gif_writer *writer, const attache_image *frame, int delay_cs, char message[160]);
+/// Bytes written so far (a caller over its budget can stop early).
+size_t attache_gif_writer_size(const attache_gif_writer *writer);
+attache_status attache_gif_writer_finish(attache_gif_writer *writer, uint8_t **out, size_t *out_length, char message[160]);
+void attache_gif_writer_free(attache_gif_writer *writer);
+
+/// `icc` (may be NULL): a colour profile to embed, so that a device shows the colours the source had.
+attache_status attache_jpeg_encode(const attache_image *image, int quality, const uint8_t *icc, size_t icc_length,
+                                   uint8_t **out, size_t *out_length, char message[160]);
+attache_status attache_png_encode(const attache_image *image, const uint8_t *icc, size_t icc_length,
+                                  uint8_t **out, size_t *out_length, char message[160]);
 
 /// Separable high-quality resample (Catmull-Rom, widened by the shrink factor) to an exact size.
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out);

@@ -1,0 +1,89 @@
+import AttacheSupport
+
+/// An animated WebP or AVIF, which iOS does not show, as an animated GIF, which it does: at most the
+/// display size, and within Apple's image cap — a first try that comes out too large is redone
+/// smaller (by the measured overshoot) and, when that is not enough, with every other frame (their
+/// time kept). When nothing fits, a still of the first frame.
+struct AnimationConverter {
+    let pipeline: ImagePipeline
+    let header: ImageHeader
+    let options: RenderOptions
+    let abort: AbortFlag
+
+    /// Tries before settling for a still; the smallest edge worth animating.
+    private static let attempts = 4
+    private static let smallestEdge = 64
+
+    func render(_ bytes: UnsafeRawBufferPointer) throws -> ImageRendition {
+        let budget = pipeline.limits.imageBytes
+        var edge = min(max(header.width, header.height), options.displaySize)
+        var step = 1
+        for _ in 0..<Self.attempts {
+            switch try animate(bytes, edge: edge, step: step, budget: budget) {
+            case .made(let rendition):
+                return rendition
+            case .tooLarge(let estimate):
+                let ratio = Double(budget) / Double(max(estimate, 1)) * 0.85
+                if ratio < 0.5 && header.frames / step >= 4 {
+                    step *= 2
+                    edge = Int(Double(edge) * (ratio * 2).squareRoot())
+                } else {
+                    edge = Int(Double(edge) * ratio.squareRoot())
+                }
+            }
+            if edge < Self.smallestEdge { break }
+        }
+        let plan = pipeline.plan(header, target: min(max(options.displaySize, pipeline.thumbnailTarget(options)), max(header.width, header.height)))
+        let first = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
+        let still = try pipeline.encode(pipeline.sized(first, clip: nil, edge: options.displaySize, orientation: header.orientation),
+                                        quality: options.jpegQuality)
+        return try pipeline.finish(header: header, firstFrame: first, display: still, options: options)
+    }
+
+    private enum Attempt {
+        case made(ImageRendition)
+        /// What the whole GIF would have taken, estimated from the frames written when it stopped.
+        case tooLarge(estimate: Int)
+    }
+
+    /// Every `step`-th frame, fitted to `edge`, each shown for its own time and that of the frames
+    /// skipped after it.
+    private func animate(_ bytes: UnsafeRawBufferPointer, edge: Int, step: Int, budget: Int) throws -> Attempt {
+        let target = max(edge, pipeline.thumbnailTarget(options))
+        let plan = pipeline.plan(header, target: min(target, max(header.width, header.height)))
+        let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
+        var writer: ImageCodecs.GIFWriter?
+        var first: Pixels?
+        var pending: (pixels: Pixels, milliseconds: Int)?
+        var index = 0, written = 0
+
+        func write(_ frame: (pixels: Pixels, milliseconds: Int)) throws {
+            if writer == nil { writer = try ImageCodecs.GIFWriter(width: frame.pixels.width, height: frame.pixels.height) }
+            // GIF counts in hundredths; browsers and iOS show under 2 as 10, so 2 is the least.
+            try writer?.add(frame.pixels, centiseconds: max(2, (frame.milliseconds + 5) / 10))
+            written += 1
+        }
+
+        while let (pixels, milliseconds) = try frames.next() {
+            if first == nil { first = pixels }
+            if index % step == 0 {
+                if let pending { try write(pending) }
+                pending = (try pipeline.sized(pixels, clip: nil, edge: edge, orientation: header.orientation), milliseconds)
+            } else {
+                pending?.milliseconds += milliseconds
+            }
+            index += 1
+            if let size = writer?.byteCount, size > budget {
+                return .tooLarge(estimate: size * max(header.frames, index) / index)
+            }
+        }
+        if let pending { try write(pending) }
+        guard let first, let writer else { throw MediaError(.invalidMedia, "\(header.format.rawValue): an animation without frames") }
+        let gif = try writer.finish()
+        if gif.count > budget { return .tooLarge(estimate: gif.count) }
+        let sized = pending?.pixels
+        let display = RenderedImage(bytes: gif, format: .gif, width: sized?.width ?? first.width, height: sized?.height ?? first.height,
+                                    frames: written)
+        return .made(try pipeline.finish(header: header, firstFrame: first, display: display, options: options))
+    }
+}

@@ -1,0 +1,1 @@
+#include <libheif/heif.h>

@@ -1,0 +1,1 @@
+#include <jxl/decode.h>

@@ -1,0 +1,2 @@
+#include <webp/demux.h>
+#include <webp/decode.h>
