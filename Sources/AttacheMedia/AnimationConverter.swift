@@ -1,7 +1,7 @@
 import AttacheSupport
 
-/// An animated WebP or AVIF, which iOS does not show, as an animated GIF, which it does: at most the
-/// display size, and within Apple's image cap — a first try that comes out too large is redone
+/// An animated WebP or AVIF, which iOS does not show, or a GIF over Apple's image cap, as an
+/// animated GIF that iOS shows: at most the display size, and within the cap — a first try that comes out too large is redone
 /// smaller (by the measured overshoot) and, when that is not enough, with every other frame (their
 /// time kept). When nothing fits, a still of the first frame.
 struct AnimationConverter {

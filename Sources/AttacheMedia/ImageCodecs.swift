@@ -156,7 +156,7 @@ enum ImageCodecs {
                            progressive: false, frames: max(1, Int(info.frames)), hasAlpha: info.has_alpha != 0)
     }
 
-    /// The frames of an animated WebP or AVIF, one at a time.
+    /// The frames of an animated WebP, AVIF or GIF, one at a time, composited.
     final class Frames {
         private var frames: OpaquePointer?
         private var options: attache_decode_options
@@ -173,6 +173,7 @@ enum ImageCodecs {
             switch format {
             case .webp: status = attache_webp_frames_open(data, bytes.count, &options, &frames)
             case .avif: status = attache_avif_frames_open(data, bytes.count, &options, &frames)
+            case .gif: status = attache_gif_frames_open(data, bytes.count, &options, &frames)
             default: status = ATTACHE_ERR_UNSUPPORTED
             }
             icc = takeProfile(&options)

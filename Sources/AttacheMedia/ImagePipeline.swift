@@ -74,8 +74,9 @@ public struct ImagePipeline: Sendable {
         guard format.isSupportedByIOS || format.isConvertedForIOS else {
             throw MediaError(.unsupportedType, "\(format.rawValue) is not an image Attache can attach or convert")
         }
-        guard bytes.count <= limits.imageBytes || format != .gif else {
-            throw MediaError(.tooLarge, "\(bytes.count) bytes is over the \(limits.imageBytes)-byte image cap")
+        // Up to twice the cap: what is over it is made into a copy that fits.
+        guard bytes.count <= limits.imageBytes * 2 else {
+            throw MediaError(.tooLarge, "\(bytes.count) bytes is over twice the \(limits.imageBytes)-byte image cap")
         }
         let header = try ImageHeader.read(bytes, format: format, limits: limits)
         if header.frames > limits.maxGIFFrames {
@@ -131,13 +132,11 @@ public struct ImagePipeline: Sendable {
         let longest = max(header.width, header.height)
         let animated = header.frames > 1
         let converted = header.format.isConvertedForIOS
-        if animated && converted {
+        // An animation iOS does not show, or a GIF over Apple's cap: made into a GIF that fits.
+        if animated && (converted || bytes.count > limits.imageBytes) {
             return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
         }
         let needsDisplay = !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
-        if animated && bytes.count > limits.imageBytes {
-            throw MediaError(.tooLarge, "animated image of \(bytes.count) bytes is over the \(limits.imageBytes)-byte cap")
-        }
         let target = needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options)
         let plan = plan(header, target: min(target, longest))
         let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)

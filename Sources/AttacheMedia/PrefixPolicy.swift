@@ -15,8 +15,8 @@ public enum PrefixPolicy {
             throw MediaError(.unsupportedType, "not a recognised media format")
         }
         switch format {
-        case .jpeg, .png, .webp, .heic, .avif, .jxl:
-            // Over the cap can still become a display copy (and the formats iOS does not show always
+        case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl:
+            // Over the cap can still become a copy that fits (and the formats iOS does not show always
             // become one): take up to twice the cap.
             return (format, limits.imageBytes * 2)
         default:

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <gif_lib.h>
 #include "attache_codecs.h"
+#include "frames.h"
 #include "shrink.h"
 
 typedef struct {
@@ -40,8 +41,10 @@ static int should_abort(attache_decode_options *options) {
 
 // Reads extension blocks up to the next image descriptor (or the trailer, which sets *done),
 // noting the transparent index of a graphic control block.
-static attache_status next_image(GifFileType *gif, attache_decode_options *options, int *transparent, int *done) {
+static attache_status next_image(GifFileType *gif, attache_decode_options *options, int *transparent, int *done,
+                                 GraphicsControlBlock *control) {
     GifRecordType record;
+    if (control) *control = (GraphicsControlBlock){ .DisposalMode = DISPOSAL_UNSPECIFIED, .DelayTime = 0, .TransparentColor = NO_TRANSPARENT_COLOR };
     for (;;) {
         if (DGifGetRecordType(gif, &record) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
         if (record == TERMINATE_RECORD_TYPE) { *done = 1; return ATTACHE_OK; }
@@ -60,7 +63,10 @@ static attache_status next_image(GifFileType *gif, attache_decode_options *optio
         if (DGifGetExtension(gif, &code, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
         if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
             GraphicsControlBlock gcb;
-            if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK) *transparent = gcb.TransparentColor;
+            if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK) {
+                *transparent = gcb.TransparentColor;
+                if (control) *control = gcb;
+            }
         }
         while (ext) {
             if (DGifGetExtensionNext(gif, &ext) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
@@ -75,7 +81,7 @@ static attache_status check_later_frames(GifFileType *gif, attache_decode_option
     attache_status status = ATTACHE_OK;
     int frames = 1, transparent = -1, done = 0;
     while (status == ATTACHE_OK) {
-        status = next_image(gif, options, &transparent, &done);
+        status = next_image(gif, options, &transparent, &done, NULL);
         if (status != ATTACHE_OK || done) break;
         if (options->max_frames > 0 && ++frames > options->max_frames) {
             status = fail(gif, options, ATTACHE_ERR_LIMITS, "too many frames");
@@ -158,6 +164,37 @@ static attache_status stream_covering_frame(GifFileType *gif, ColorMapObject *ma
     return ATTACHE_OK;
 }
 
+// Draws the current frame's rows onto a premultiplied RGBA canvas of the screen's size (interlaced
+// rows in their four passes); transparent and out-of-table indices leave the canvas as it was.
+static attache_status draw_frame(GifFileType *gif, ColorMapObject *map, int transparent, uint8_t *canvas, GifPixelType *line,
+                                 attache_decode_options *options, int *any_transparent) {
+    const int sw = gif->SWidth, sh = gif->SHeight;
+    GifImageDesc *d = &gif->Image;
+    static const int offsets[] = { 0, 4, 2, 1 }, steps[] = { 8, 8, 4, 2 };
+    int passes = d->Interlace ? 4 : 1;
+    int rows_done = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        int start = d->Interlace ? offsets[pass] : 0, step = d->Interlace ? steps[pass] : 1;
+        for (int y = start; y < d->Height; y += step) {
+            if (DGifGetLine(gif, line, d->Width) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+            int cy = d->Top + y;
+            if (cy < 0 || cy >= sh) continue;
+            uint8_t *row = canvas + (size_t)cy * sw * 4;
+            for (int x = 0; x < d->Width; x++) {
+                int cx = d->Left + x;
+                if (cx < 0 || cx >= sw) continue;
+                int index = line[x];
+                if (index == transparent || index >= map->ColorCount) { *any_transparent = 1; continue; }
+                GifColorType c = map->Colors[index];
+                uint8_t *p = row + cx * 4;
+                p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue; p[3] = 255;
+            }
+            if ((++rows_done & 31) == 0 && should_abort(options)) return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
+        }
+    }
+    return ATTACHE_OK;
+}
+
 // A first frame that does not cover the screen, or is interlaced: composited onto a premultiplied
 // RGBA canvas (what it does not cover stays transparent), which then streams into the shrinker.
 static attache_status composite_first_frame(GifFileType *gif, ColorMapObject *map, int transparent,
@@ -172,33 +209,10 @@ static attache_status composite_first_frame(GifFileType *gif, ColorMapObject *ma
         return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
     }
     int any_transparent = !covers;
-    static const int offsets[] = { 0, 4, 2, 1 }, steps[] = { 8, 8, 4, 2 };
-    int passes = d->Interlace ? 4 : 1;
-    int rows_done = 0;
-    for (int pass = 0; pass < passes; pass++) {
-        int start = d->Interlace ? offsets[pass] : 0, step = d->Interlace ? steps[pass] : 1;
-        for (int y = start; y < d->Height; y += step) {
-            if (DGifGetLine(gif, line, d->Width) == GIF_ERROR) {
-                free(canvas); free(line);
-                return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
-            }
-            int cy = d->Top + y;
-            if (cy < 0 || cy >= sh) continue;
-            uint8_t *row = canvas + (size_t)cy * sw * 4;
-            for (int x = 0; x < d->Width; x++) {
-                int cx = d->Left + x;
-                if (cx < 0 || cx >= sw) continue;
-                int index = line[x];
-                if (index == transparent || index >= map->ColorCount) { any_transparent = 1; continue; }
-                GifColorType c = map->Colors[index];
-                uint8_t *p = row + cx * 4;
-                p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue; p[3] = 255;
-            }
-            if ((++rows_done & 31) == 0 && should_abort(options)) {
-                free(canvas); free(line);
-                return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
-            }
-        }
+    attache_status status = draw_frame(gif, map, transparent, canvas, line, options, &any_transparent);
+    if (status != ATTACHE_OK) {
+        free(canvas); free(line);
+        return status;
     }
     free(line);
 
@@ -239,7 +253,7 @@ attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_de
     const int sw = gif->SWidth, sh = gif->SHeight;
     if (sw <= 0 || sh <= 0) status = fail(gif, options, ATTACHE_ERR_INVALID, "empty logical screen");
     else if ((uint64_t)sw * sh > options->max_pixels) status = fail(gif, options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
-    else status = next_image(gif, options, &transparent, &done);
+    else status = next_image(gif, options, &transparent, &done, NULL);
     if (status == ATTACHE_OK && done) status = fail(gif, options, ATTACHE_ERR_INVALID, "GIF has no image");
     if (status == ATTACHE_OK) {
         const GifImageDesc *d = &gif->Image;
@@ -254,4 +268,87 @@ attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_de
     }
     DGifCloseFile(gif, NULL);
     return status;
+}
+
+// Every frame, composited as a viewer shows it: each drawn over what the one before left, after
+// that one's disposal (none, back to transparent, or back to what was there before it).
+typedef struct {
+    attache_frames base;
+    GifFileType *gif;
+    reader r;
+    uint8_t *canvas, *saved;
+    GifPixelType *line;
+    int frames;
+    int disposal;          // of the frame returned last, applied before drawing the next
+    GifImageDesc area;     // where that frame was
+} gif_frames;
+
+static attache_status gif_next(attache_frames *frames, attache_decode_options *options, attache_image *out, int *duration_ms) {
+    gif_frames *f = (gif_frames *)frames;
+    GifFileType *gif = f->gif;
+    const int sw = gif->SWidth, sh = gif->SHeight;
+    if (f->disposal == DISPOSE_BACKGROUND) {
+        for (int y = f->area.Top; y < f->area.Top + f->area.Height && y < sh; y++) {
+            int x0 = f->area.Left < sw ? f->area.Left : sw, x1 = f->area.Left + f->area.Width < sw ? f->area.Left + f->area.Width : sw;
+            if (y >= 0 && x0 >= 0 && x1 > x0) memset(f->canvas + ((size_t)y * sw + x0) * 4, 0, (size_t)(x1 - x0) * 4);
+        }
+    } else if (f->disposal == DISPOSE_PREVIOUS) {
+        memcpy(f->canvas, f->saved, (size_t)sw * sh * 4);
+    }
+    int transparent = -1, done = 0;
+    GraphicsControlBlock control;
+    attache_status status = next_image(gif, options, &transparent, &done, &control);
+    if (status != ATTACHE_OK) return status;
+    if (done) return ATTACHE_ERR_INVALID;  // the end: no message
+    if (options->max_frames > 0 && ++f->frames > options->max_frames) return fail(gif, options, ATTACHE_ERR_LIMITS, "too many frames");
+    if (control.DisposalMode == DISPOSE_PREVIOUS) memcpy(f->saved, f->canvas, (size_t)sw * sh * 4);
+    ColorMapObject *map = gif->Image.ColorMap ? gif->Image.ColorMap : gif->SColorMap;
+    GifPixelType *line = realloc(f->line, (size_t)gif->Image.Width);
+    if (!line) return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+    f->line = line;
+    int any_transparent = 0;
+    status = draw_frame(gif, map, transparent, f->canvas, line, options, &any_transparent);
+    if (status != ATTACHE_OK) return status;
+    f->disposal = control.DisposalMode;
+    f->area = gif->Image;
+    *duration_ms = control.DelayTime * 10;
+    status = attache_shrink_buffer(f->canvas, sw, sh, (size_t)sw * 4, 4, 0, options->shrink, out);
+    return status == ATTACHE_OK ? ATTACHE_OK : fail(gif, options, status, "out of memory");
+}
+
+static void gif_close(attache_frames *frames) {
+    gif_frames *f = (gif_frames *)frames;
+    DGifCloseFile(f->gif, NULL);
+    free(f->canvas);
+    free(f->saved);
+    free(f->line);
+    free(f);
+}
+
+attache_status attache_gif_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out) {
+    options->message[0] = 0;
+    *out = NULL;
+    gif_frames *f = calloc(1, sizeof *f);
+    if (!f) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
+    f->r = (reader){ data, length, 0 };
+    int error = 0;
+    f->gif = DGifOpen(&f->r, read_data, &error);
+    if (!f->gif) {
+        free(f);
+        return attache_fail(options, ATTACHE_ERR_INVALID, GifErrorString(error) ? GifErrorString(error) : "not a GIF");
+    }
+    const int sw = f->gif->SWidth, sh = f->gif->SHeight;
+    attache_status status = ATTACHE_OK;
+    if (sw <= 0 || sh <= 0) status = attache_fail(options, ATTACHE_ERR_INVALID, "empty logical screen");
+    else if ((uint64_t)sw * sh > options->max_pixels) status = attache_fail(options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
+    else if (!(f->canvas = calloc((size_t)sw * sh, 4)) || !(f->saved = malloc((size_t)sw * sh * 4)))
+        status = attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
+    if (status != ATTACHE_OK) {
+        gif_close(&f->base);
+        return status;
+    }
+    f->base.next = gif_next;
+    f->base.close = gif_close;
+    *out = &f->base;
+    return ATTACHE_OK;
 }

@@ -125,11 +125,34 @@ import Testing
         #expect(fitted.frames > 1)
         #expect(fitted.width < whole.width || fitted.frames < whole.frames)
         #expect(try pipeline.inspect(fitted.bytes).frames == fitted.frames)
-        let tight = try #require(render(movie, limits: MediaLimits(imageBytes: whole.bytes.count / 40)).display)
-        #expect(tight.bytes.count <= whole.bytes.count / 40)
-        let still = try #require(render(movie, limits: MediaLimits(imageBytes: 2000)).display)
+        let tight = movie.count / 2  // the least a 75 KB source is taken with
+        let smaller = try #require(render(movie, limits: MediaLimits(imageBytes: tight)).display)
+        #expect(smaller.bytes.count <= tight)
+        // 7 frames of animated.webp in 600 bytes: no GIF fits, its first frame goes as a still.
+        let small = Fixtures.bytes("animated.webp")
+        let still = try #require(render(small, limits: MediaLimits(imageBytes: max(600, small.count / 2))).display)
         #expect(still.format == .jpeg)
         #expect(still.frames == 1)
+    }
+
+    /// A GIF over the cap (up to twice it is downloaded) is made to fit the same way, not refused;
+    /// what stays is the read limit on frames.
+    @Test func oversizeGIFsAreFitted() throws {
+        let gif = try #require(render(Fixtures.bytes("movie.webp")).display).bytes  // 20 frames, 320x240
+        let cap = gif.count * 2 / 3
+        let limits = MediaLimits(imageBytes: cap)
+        let header = try ImagePipeline(limits: limits).inspect(gif)
+        #expect((header.format, header.frames) == (.gif, 20))
+        let fitted = try #require(render(gif, limits: limits).display)
+        #expect(fitted.format == .gif)
+        #expect(fitted.bytes.count <= cap)
+        #expect(fitted.frames > 1)
+        #expect(try pipeline.inspect(fitted.bytes).frames == fitted.frames)
+        // Over twice the cap is not downloaded in full, and refused if it were.
+        #expect { try render(gif, limits: MediaLimits(imageBytes: gif.count / 3)) } throws: { ($0 as? MediaError)?.code == .tooLarge }
+        #expect { try render(Fixtures.gif(frames: 3), limits: MediaLimits(maxGIFFrames: 2)) } throws: {
+            ($0 as? MediaError)?.code == .limitsExceeded
+        }
     }
 
     /// A cut file is invalid media, wherever it is cut: never a crash, never a half image.

@@ -73,6 +73,7 @@ attache_status attache_jxl_decode(const uint8_t *data, size_t length, attache_de
 typedef struct attache_frames attache_frames;
 attache_status attache_webp_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out);
 attache_status attache_avif_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out);
+attache_status attache_gif_frames_open(const uint8_t *data, size_t length, attache_decode_options *options, attache_frames **out);
 /// ATTACHE_OK with a frame; ATTACHE_ERR_INVALID with an empty message after the last one.
 attache_status attache_frames_next(attache_frames *frames, attache_decode_options *options, attache_image *out, int *duration_ms);
 void attache_frames_close(attache_frames *frames);
