@@ -30,7 +30,7 @@ struct Thumbnail: AsyncParsableCommand {
 
     func run() async throws {
         let input = try InputFile(file)
-        let options = RenderOptions(thumbnailSize: size, displaySize: Int.max)
+        let options = RenderOptions(thumbnailSize: size, makesDisplayCopy: false)
         do {
             let thumbnail: RenderedImage?
             if let pool = try isolation.pool() {

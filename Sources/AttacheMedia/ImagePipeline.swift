@@ -18,12 +18,16 @@ public struct RenderOptions: Sendable {
     public var displaySize: Int
     public var clip: MediaOptions.ClipRect?
     public var jpegQuality: Int
+    /// False: the thumbnail only, never a display or converted copy (`attache thumbnail`).
+    public var makesDisplayCopy: Bool
 
-    public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80) {
+    public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80,
+                makesDisplayCopy: Bool = true) {
         self.thumbnailSize = thumbnailSize
         self.displaySize = displaySize
         self.clip = clip
         self.jpegQuality = jpegQuality
+        self.makesDisplayCopy = makesDisplayCopy
     }
 }
 
@@ -133,10 +137,10 @@ public struct ImagePipeline: Sendable {
         let animated = header.frames > 1
         let converted = header.format.isConvertedForIOS
         // An animation iOS does not show, or a GIF over Apple's cap: made into a GIF that fits.
-        if animated && (converted || bytes.count > limits.imageBytes) {
+        if animated && options.makesDisplayCopy && (converted || bytes.count > limits.imageBytes) {
             return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
         }
-        let needsDisplay = !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
+        let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         let target = needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options)
         let plan = plan(header, target: min(target, longest))
         let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)

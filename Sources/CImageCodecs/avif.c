@@ -89,17 +89,20 @@ static attache_status avif_next(attache_frames *frames, attache_decode_options *
         return attache_fail(options, ATTACHE_ERR_LIMITS, "AVIF frame exceeds the pixel limit");
     avifRGBImageFreePixels(&f->rgb);
     avifRGBImageSetDefaults(&f->rgb, image);
-    f->rgb.format = AVIF_RGB_FORMAT_RGBA;
+    int alpha = f->decoder->alphaPresent;
+    // RGB without alpha, and premultiplied only with it: libavif's fast (libyuv) conversions.
+    // Nearest chroma when the result is shrunk at least twice over anyway.
+    f->rgb.format = alpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB;
     f->rgb.depth = 8;
-    f->rgb.alphaPremultiplied = AVIF_TRUE;
+    f->rgb.alphaPremultiplied = alpha ? AVIF_TRUE : AVIF_FALSE;
+    f->rgb.chromaUpsampling = options->shrink >= 2 ? AVIF_CHROMA_UPSAMPLING_FASTEST : AVIF_CHROMA_UPSAMPLING_AUTOMATIC;
     avifRGBImageAllocatePixels(&f->rgb);
     if (!f->rgb.pixels) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
     result = avifImageYUVToRGB(image, &f->rgb);
     if (result != AVIF_RESULT_OK) return avif_failed(options, result, "colour conversion");
     *duration_ms = (int)(f->decoder->imageTiming.duration * 1000 + 0.5);
-    attache_status status = attache_shrink_buffer(f->rgb.pixels, (int)f->rgb.width, (int)f->rgb.height, f->rgb.rowBytes, 4, 0,
-                                                  options->shrink, out);
-    if (status == ATTACHE_OK && !f->decoder->alphaPresent) attache_drop_alpha(out);  // the alpha libavif filled in is opaque
+    attache_status status = attache_shrink_buffer(f->rgb.pixels, (int)f->rgb.width, (int)f->rgb.height, f->rgb.rowBytes,
+                                                  alpha ? 4 : 3, 0, options->shrink, out);
     return status == ATTACHE_OK ? ATTACHE_OK : attache_fail(options, status, "out of memory");
 }
 

@@ -55,7 +55,17 @@ attache_status attache_webp_info(const uint8_t *data, size_t length, attache_dec
 static attache_status decode_still(const uint8_t *data, size_t length, int has_alpha, attache_decode_options *options, attache_image *out) {
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config)) return attache_fail(options, ATTACHE_ERR_UNSUPPORTED, "libwebp version mismatch");
-    config.output.colorspace = has_alpha ? MODE_RGBA : MODE_RGB;
+    config.output.colorspace = has_alpha ? MODE_rgbA : MODE_RGB;  // premultiplied, as the pipeline keeps it
+    // Shrinking: libwebp's own rescaler (area-averaging) works row by row as it decodes, so the full
+    // image is never converted to RGB or held (as vipsthumbnail does too).
+    int width = 0, height = 0;
+    WebPGetInfo(data, length, &width, &height);
+    int shrink = options->shrink > 1 ? options->shrink : 1;
+    if (shrink > 1 && width > 0 && height > 0) {
+        config.options.use_scaling = 1;
+        config.options.scaled_width = (width + shrink - 1) / shrink;
+        config.options.scaled_height = (height + shrink - 1) / shrink;
+    }
     WebPIDecoder *decoder = WebPIDecode(NULL, 0, &config);
     if (!decoder) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
     VP8StatusCode status = VP8_STATUS_SUSPENDED;
@@ -75,7 +85,7 @@ static attache_status decode_still(const uint8_t *data, size_t length, int has_a
     if (status == VP8_STATUS_OK) {
         const WebPRGBABuffer *rgba = &config.output.u.RGBA;
         result = attache_shrink_buffer(rgba->rgba, config.output.width, config.output.height, (size_t)rgba->stride,
-                                       has_alpha ? 4 : 3, has_alpha, options->shrink, out);
+                                       has_alpha ? 4 : 3, 0, config.options.use_scaling ? 1 : shrink, out);
         if (result != ATTACHE_OK) attache_fail(options, result, "out of memory");
     } else if (status == VP8_STATUS_SUSPENDED || status == VP8_STATUS_NOT_ENOUGH_DATA) {
         result = attache_fail(options, ATTACHE_ERR_INVALID, "WebP is cut short");

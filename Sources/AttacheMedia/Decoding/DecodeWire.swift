@@ -255,7 +255,7 @@ package enum DecodeWire {
 
     static func json(_ r: RenderOptions) -> JSONValue {
         var o = JSONObject(["thumbnail_size": .int(r.thumbnailSize), "display_size": .int(r.displaySize),
-                            "jpeg_quality": .int(r.jpegQuality)])
+                            "jpeg_quality": .int(r.jpegQuality), "display_copy": .bool(r.makesDisplayCopy)])
         if let c = r.clip { o["clip"] = .array([.exact(c.x), .exact(c.y), .exact(c.width), .exact(c.height)]) }
         return .object(o)
     }
@@ -269,7 +269,7 @@ package enum DecodeWire {
             clip = .init(x: c[0], y: c[1], width: c[2], height: c[3])
         }
         return RenderOptions(thumbnailSize: try o.int("thumbnail_size"), displaySize: try o.int("display_size"), clip: clip,
-                             jpegQuality: try o.int("jpeg_quality"))
+                             jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"))
     }
 
     static func json(_ l: MediaLimits) -> JSONValue {
