@@ -137,7 +137,7 @@ let package = Package(
         .target(
             name: "AttacheCommandLine",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttachePayload", "AttacheStore", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -183,7 +183,7 @@ let package = Package(
             name: "AttacheCommandLineTests",
             // Attache directly: its types (EnrichmentOptions) are laid out in these tests, and an
             // incremental build only recompiles them when it sees the dependency.
-            dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),

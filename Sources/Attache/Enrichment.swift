@@ -22,7 +22,8 @@ public struct EnrichmentOptions: Sendable {
     public var maxPayloadBytes = PayloadBudget.apns
     public var attachmentsKey = "attachments"
     public var maxAttachments = 4
-    public var genericKeys = ["media-url", "image-url"]
+    /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
+    public var genericKeys = DialectReader.defaultGenericKeys
     public var posterMode: PosterMode = .fast
     /// A result cache shared by every payload this enrichment handles (nil: none).
     public var cache: MediaCache.Configuration?

@@ -121,8 +121,14 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             if services.configuration.rewriteSourceURLs {
                 var root = JSONValue.object(content.userInfo)
                 for i in attached {
+                    let entry = s.entries[i]!
                     for location in s.mediaRequests[i].locations {
-                        root.replace(at: location[...], with: .string(s.entries[i]!.url))
+                        root.replace(at: location[...], with: .string(entry.url))
+                    }
+                    // The type field follows the URL to what it now names (a PNG's JPEG copy, a WebP's GIF).
+                    if let field = s.mediaRequests[i].typeHint, let format = MediaFormat.allCases.first(where: { $0.uti == entry.type }) {
+                        let value = field.value(kind: format.kind.rawValue, fileExtension: format.fileExtension, uti: format.uti)
+                        root.replace(at: field.path[...], with: .string(value))
                     }
                 }
                 content.userInfo = root.objectValue ?? content.userInfo

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttachePayload
 import AttacheFetch
 import AttacheIsolation
 import AttacheMedia
@@ -44,8 +45,11 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Most attachments per payload [ATTACHE_MAX_ATTACHMENTS, default 4].")
     var maxAttachments: Int?
 
-    @Option(name: .customLong("media-key"), help: "Top-level key read as a generic media URL; repeatable [ATTACHE_MEDIA_KEYS, default media-url,image-url].")
+    @Option(name: .customLong("media-key"), help: "A key read as a generic media URL, after the default ones: a top-level name, or a JSON Pointer (/data/image/0/url) for a nested one; repeatable [ATTACHE_MEDIA_KEYS].")
     var mediaKeys: [String] = []
+
+    @Flag(name: .customLong("no-default-media-keys"), help: "Read only the --media-key keys, not the default generic ones (imageUrl, image_url, image-url, mediaUrl, media_url, media-url, attachmentUrl, attachment-url) [ATTACHE_NO_DEFAULT_MEDIA_KEYS].")
+    var noDefaultMediaKeys = false
 
     @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default fast].")
     var poster: PosterMode?
@@ -96,7 +100,11 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.maxAttachments = try settings.int(maxAttachments, "ATTACHE_MAX_ATTACHMENTS", option: "--max-attachments",
                                                   default: options.maxAttachments, in: 1...16)
         let keys = settings.list(mediaKeys, "ATTACHE_MEDIA_KEYS")
-        if !keys.isEmpty { options.genericKeys = keys }
+        let defaults = try settings.flag(noDefaultMediaKeys, "ATTACHE_NO_DEFAULT_MEDIA_KEYS") ? [] : options.genericKeys
+        options.genericKeys = defaults + keys.filter { !defaults.contains($0) }
+        if let bad = options.genericKeys.first(where: { $0.hasPrefix("/") && JSONPointer($0) == nil }) {
+            throw ValidationError("--media-key \"\(bad)\" is not a JSON Pointer (RFC 6901: /a/b/0, with ~0 for ~ and ~1 for /)")
+        }
         options.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: options.posterMode)
         options.maxMediaJobs = try settings.int(maxMediaJobs, "ATTACHE_MAX_MEDIA_JOBS", option: "--max-media-jobs",
                                                 default: options.maxMediaJobs, in: 1...1024)

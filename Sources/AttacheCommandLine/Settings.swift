@@ -55,6 +55,12 @@ public struct Settings: Sendable {
         return try flag ?? parsed(variable, as: "one of \(names)") { T(rawValue: $0) } ?? value
     }
 
+    /// A switch: set by the flag, or by the variable as true/false (1/0, yes/no).
+    public func flag(_ set: Bool, _ variable: String) throws -> Bool {
+        let values = ["true": true, "1": true, "yes": true, "false": false, "0": false, "no": false]
+        return try set || parsed(variable, as: "true or false") { values[$0.lowercased()] } ?? false
+    }
+
     public func cidrs(_ flag: [CIDR], _ variable: String) throws -> [CIDR] {
         try flag + list([], variable).map { text in
             guard let cidr = CIDR(text) else { throw ValidationError("\(variable): \"\(text)\" is not an address or CIDR") }

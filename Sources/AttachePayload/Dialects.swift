@@ -1,10 +1,16 @@
 /// Finds media requests in every push SDK's dialect (see PRODUCT.md's table).
 public struct DialectReader: Sendable {
-    /// Top-level keys read as a single media URL (`media-url`, `image-url` by default).
+    /// Keys read as a single media URL each, in this order: top-level names, or JSON Pointers
+    /// (`/data/image`) for nested ones.
     public var genericKeys: [String]
     public var maxAttachments: Int
 
-    public init(genericKeys: [String] = ["media-url", "image-url"], maxAttachments: Int = 4) {
+    /// The spellings payloads written by hand use (tutorials, Apple-focused guides), read unless
+    /// turned off.
+    public static let defaultGenericKeys = ["imageUrl", "image_url", "image-url", "mediaUrl", "media_url", "media-url",
+                                            "attachmentUrl", "attachment-url"]
+
+    public init(genericKeys: [String] = DialectReader.defaultGenericKeys, maxAttachments: Int = 4) {
         self.genericKeys = genericKeys
         self.maxAttachments = maxAttachments
     }
@@ -22,8 +28,9 @@ public struct DialectReader: Sendable {
         found += single(root, container: "itbl", key: "attachment-url", dialect: .iterable, id: "iterable")
         found += customerIO(root)
         for key in genericKeys {
-            if let url = root[key]?.stringValue.flatMap(Self.url) {
-                found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [[.key(key)]]))
+            let path = key.hasPrefix("/") ? JSONPointer(key)?.path(in: .object(root)) : [.key(key)]
+            if let path, let url = JSONValue.object(root)[path: path]?.stringValue.flatMap(Self.url) {
+                found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path]))
             }
         }
         var merged: [MediaRequest] = []
@@ -102,8 +109,10 @@ public struct DialectReader: Sendable {
             return [MediaRequest(id: id, url: url, dialect: dialect, locations: [[.key(container), .key(key)]])]
         case .object(let o)?:  // Braze: {"url": …, "type": "jpg"}
             guard let url = o["url"]?.stringValue.flatMap(Self.url) else { return [] }
+            let type = o["type"]?.stringValue
             return [MediaRequest(id: id, url: url, dialect: dialect, locations: [[.key(container), .key(key), .key("url")]],
-                                 options: MediaOptions(typeHint: o["type"]?.stringValue))]
+                                 options: MediaOptions(typeHint: type),
+                                 typeHint: type == nil ? nil : TypeHintField(path: [.key(container), .key(key), .key("type")], form: .fileExtension))]
         default:
             return []
         }
@@ -111,8 +120,10 @@ public struct DialectReader: Sendable {
 
     private func cleverTap(_ root: JSONObject) -> [MediaRequest] {
         guard let url = root["ct_mediaUrl"]?.stringValue.flatMap(Self.url) else { return [] }
+        let type = root["ct_mediaType"]?.stringValue
         return [MediaRequest(id: "clevertap", url: url, dialect: .clevertap, locations: [[.key("ct_mediaUrl")]],
-                             options: MediaOptions(typeHint: root["ct_mediaType"]?.stringValue))]
+                             options: MediaOptions(typeHint: type),
+                             typeHint: type == nil ? nil : TypeHintField(path: [.key("ct_mediaType")], form: .cleverTapKind))]
     }
 
     private func customerIO(_ root: JSONObject) -> [MediaRequest] {

@@ -38,6 +38,34 @@ public enum Dialect: String, Sendable, CaseIterable {
     case fcm, onesignal, airship, braze, clevertap, iterable, customerio, generic
 }
 
+/// A vendor's field that tells its SDK what the media is. The SDK names the file it saves by it,
+/// and iOS judges an attachment by that name's extension: when the URL is rewritten to a copy of
+/// another format, the field is rewritten with it, in the form the SDK expects.
+public struct TypeHintField: Sendable, Equatable {
+    public enum Form: Sendable, Equatable {
+        /// A file extension: `jpg`, `png`, `gif`, `mp4` (Braze `ab.att.type`).
+        case fileExtension
+        /// CleverTap's `ct_mediaType`: `image`, `gif`, `video` or `audio`.
+        case cleverTapKind
+    }
+
+    public var path: [JSONPathComponent]
+    public var form: Form
+
+    public init(path: [JSONPathComponent], form: Form) {
+        self.path = path
+        self.form = form
+    }
+
+    /// The field's value for media of this kind, file extension and uniform type identifier.
+    public func value(kind: String, fileExtension: String, uti: String) -> String {
+        switch form {
+        case .fileExtension: return fileExtension
+        case .cleverTapKind: return uti == "com.compuserve.gif" ? "gif" : kind
+        }
+    }
+}
+
 /// One media URL a payload asks for, where it was found, and how to attach it.
 public struct MediaRequest: Sendable, Equatable {
     public var id: String
@@ -46,12 +74,16 @@ public struct MediaRequest: Sendable, Equatable {
     /// Where the URL sits in the payload; rewritten to the validated copy when a public base URL is set.
     public var locations: [[JSONPathComponent]]
     public var options: MediaOptions
+    /// The vendor's type field beside the URL, rewritten with it.
+    public var typeHint: TypeHintField?
 
-    public init(id: String, url: String, dialect: Dialect, locations: [[JSONPathComponent]], options: MediaOptions = .init()) {
+    public init(id: String, url: String, dialect: Dialect, locations: [[JSONPathComponent]], options: MediaOptions = .init(),
+                typeHint: TypeHintField? = nil) {
         self.id = id
         self.url = url
         self.dialect = dialect
         self.locations = locations
         self.options = options
+        self.typeHint = typeHint
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttachePayload
 import AttacheFetch
 import Testing
 @testable import AttacheCommandLine
@@ -62,9 +63,12 @@ struct Variables: SettingsSource {
         #expect(options.deadline == .milliseconds(1500))
         #expect(options.thumbnailSize == 200)
         #expect(options.posterMode == .exact)
-        #expect(options.genericKeys == ["pic", "photo"])
+        #expect(options.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
         #expect(options.onTimeout == .bestAttempt)
         #expect(options.mediaDirectory == "/tmp/m")
+        #expect(try EnrichOptionGroup.parse(["--no-default-media-keys", "--media-key", "/d/img"]).options(settings([:])).genericKeys == ["/d/img"])
+        #expect(try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_NO_DEFAULT_MEDIA_KEYS": "true"])).genericKeys.isEmpty)
+        #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--media-key", "/a~x"]).options(settings([:])) }
         let flagged = try EnrichOptionGroup.parse(["--thumbnail-size", "100", "--display-size", "150"]).options(s)
         #expect((flagged.thumbnailSize, flagged.displaySize) == (100, 150))
         #expect { try EnrichOptionGroup.parse(["--display-size", "100"]).options(s) } throws: {

@@ -53,9 +53,35 @@ import Testing
     }
 
     @Test func genericKeysAreConfigurable() throws {
-        #expect(try requests(#"{"media-url":"https://x/m.jpg","image-url":"https://x/i.jpg"}"#).map(\.id) == ["media-url", "image-url"])
+        #expect(try requests(#"{"media-url":"https://x/m.jpg","image-url":"https://x/i.jpg"}"#).map(\.id) == ["image-url", "media-url"])
         let custom = DialectReader(genericKeys: ["pic"])
         #expect(custom.requests(in: try Payload(bytes: Array(#"{"pic":"https://x/p.jpg","media-url":"https://x/m.jpg"}"#.utf8)).root).map(\.id) == ["pic"])
+    }
+
+    /// The spellings hand-written payloads use are read by default, in the documented order.
+    @Test func handWrittenSpellingsAreRead() throws {
+        for key in DialectReader.defaultGenericKeys {
+            let found = try requests("{\"aps\":{},\"\(key)\":\"https://x/\(key).jpg\"}")
+            #expect(found.map(\.url) == ["https://x/\(key).jpg"])
+            #expect(found.first?.locations == [[.key(key)]])
+        }
+        let all = DialectReader.defaultGenericKeys.reversed().map { "\"\($0)\":\"https://x/\($0).jpg\"" }.joined(separator: ",")
+        #expect(try requests("{\(all)}").map(\.id) == Array(DialectReader.defaultGenericKeys.prefix(4)))
+    }
+
+    /// A JSON Pointer reaches a nested URL (and is where the rewrite goes); escapes as RFC 6901.
+    @Test func jsonPointersReachNestedKeys() throws {
+        let reader = DialectReader(genericKeys: ["/data/media/1/url", "/a~1b/c~0d"])
+        let root = try Payload(bytes: Array(#"{"data":{"media":[{"url":"https://x/0"},{"url":"https://x/1"}]},"a/b":{"c~d":"https://x/e"}}"#.utf8)).root
+        let found = reader.requests(in: root)
+        #expect(found.map(\.url) == ["https://x/1", "https://x/e"])
+        #expect(found.first?.locations == [[.key("data"), .key("media"), .index(1), .key("url")]])
+        #expect(JSONPointer("no-slash") == nil)
+        #expect(JSONPointer("/bad~2escape") == nil)
+        #expect(JSONPointer("/a/01")?.path(in: .object(root)) == nil)
+        // A repeated key under a pointer's first step makes the payload ambiguous, as for any dialect.
+        let twice = try Payload(bytes: Array(#"{"data":{"media":[],"media":[{"url":"https://x/0"}]}}"#.utf8)).root
+        #expect(reader.repeatedKey(in: twice) == "data.media")
     }
 
     @Test func duplicatesMergeAndTheCountIsCapped() throws {

@@ -200,6 +200,31 @@ import Testing
         #expect(out["attachments"]?.arrayValue?.first?.objectValue?["url"]?.stringValue == image)
     }
 
+    /// A URL rewritten to a copy of another format takes the vendor's type field with it: the
+    /// SDK names the saved file by it, and iOS judges the attachment by that name.
+    @Test(arguments: [
+        (#"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/photo.webp","type":"webp"}}}"#,
+         [JSONPathComponent.key("ab"), .key("att"), .key("type")], "jpg", ".jpg"),
+        (#"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/movie.webp","type":"webp"}}}"#,
+         [.key("ab"), .key("att"), .key("type")], "gif", ".gif"),
+        (#"{"aps":{"alert":"x","mutable-content":1},"ct_mediaUrl":"ORIGIN/animated.avif","ct_mediaType":"image"}"#,
+         [.key("ct_mediaType")], "gif", ".gif"),
+        (#"{"aps":{"alert":"x","mutable-content":1},"ct_mediaUrl":"ORIGIN/alpha.heic","ct_mediaType":"image"}"#,
+         [.key("ct_mediaType")], "image", ".png"),
+    ])
+    func typeHintsFollowTheRewrittenURL(_ payload: String, _ path: [JSONPathComponent], _ type: String, _ suffix: String) async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
+        defer { e.shutdown() }
+        let emission = try await e.enrich(h.payload(payload))
+        #expect(emission.outcome == .enriched)
+        let out = JSONValue.object(try json(emission.bytes))
+        #expect(out[path: path]?.stringValue == type)
+        let url = try #require(out[path: [.key("attachments"), .index(0), .key("url")]]?.stringValue)
+        #expect(url.hasSuffix(suffix))
+    }
+
     @Test func storedNamesAreContentHashes() async throws {
         let (h, e) = try Harness.started()
         defer { h.stop(e) }
