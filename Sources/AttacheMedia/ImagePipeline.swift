@@ -47,9 +47,11 @@ public struct ImageRendition: Sendable {
         self.thumbhash = thumbhash
     }
 
-    /// The source format, when what goes to the device is a conversion of it.
+    /// The source format, when what goes to the device is a copy in another format (a HEIC's
+    /// JPEG, an opaque PNG's JPEG display copy) or a GIF made to fit.
     public var convertedFrom: MediaFormat? {
-        header.format.isConvertedForIOS ? header.format : nil
+        guard let display, display.format != header.format || header.format == .gif else { return nil }
+        return header.format
     }
 }
 

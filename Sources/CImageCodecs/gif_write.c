@@ -5,8 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <gif_lib.h>
 #include "attache_codecs.h"
+
+// GifQuantizeBuffer keeps the axis it sorts on in a static variable that qsort's comparison reads:
+// two at once in one process (in-process decoding runs jobs in parallel) would sort by each
+// other's axis. One at a time; a frame's palette takes a few milliseconds.
+static pthread_mutex_t quantizer = PTHREAD_MUTEX_INITIALIZER;
 
 struct attache_gif_writer {
     GifFileType *gif;
@@ -95,7 +101,10 @@ attache_status attache_gif_writer_add(attache_gif_writer *w, const attache_image
     GifColorType colors[256];
     memset(colors, 0, sizeof colors);
     int count = 255;  // one index left for transparency
-    if (GifQuantizeBuffer((unsigned)w->width, (unsigned)w->height, &count, red, green, blue, indices, colors) == GIF_ERROR) {
+    pthread_mutex_lock(&quantizer);
+    int quantized = GifQuantizeBuffer((unsigned)w->width, (unsigned)w->height, &count, red, green, blue, indices, colors);
+    pthread_mutex_unlock(&quantizer);
+    if (quantized == GIF_ERROR) {
         snprintf(message, 160, "GIF palette could not be made");
         return ATTACHE_ERR_NOMEM;
     }
