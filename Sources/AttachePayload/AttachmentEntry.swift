@@ -76,7 +76,6 @@ public struct AttachmentEntry: Sendable, Equatable {
         o["id"] = .string(id)
         o["url"] = .string(url)
         o["type"] = .string(type)
-        if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
         if trim < 2 {
             o["bytes"] = .int(bytes)
             if let frames { o["frames"] = .int(frames) }
@@ -90,6 +89,7 @@ public struct AttachmentEntry: Sendable, Equatable {
         if trim < 4, let thumbnail {
             o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
         }
+        if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
         if let rect = options.clippingRect {
             o["thumbnail-clipping-rect"] = .object(JSONObject([
                 "x": .double(rect.x), "y": .double(rect.y), "width": .double(rect.width), "height": .double(rect.height),
