@@ -170,7 +170,7 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload"]),
+        .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheWorkerTests",
             dependencies: ["AttacheWorker", "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",

@@ -127,8 +127,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                     }
                     // The type field follows the URL to what it now names (a PNG's JPEG copy, a WebP's GIF).
                     if let field = s.mediaRequests[i].typeHint, let format = MediaFormat.allCases.first(where: { $0.uti == entry.type }) {
-                        let value = field.value(kind: format.kind.rawValue, fileExtension: format.fileExtension, uti: format.uti)
-                        root.replace(at: field.path[...], with: .string(value))
+                        field.write(.init(kind: format.kind.rawValue, fileExtension: format.fileExtension, uti: format.uti, mime: format.mimeType),
+                                    into: &root)
                     }
                 }
                 content.userInfo = root.objectValue ?? content.userInfo

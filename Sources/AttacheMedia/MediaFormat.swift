@@ -37,6 +37,29 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         }
     }
 
+    /// The MIME type, for the payloads that name media by one (Batch's `at.t` may).
+    public var mimeType: String {
+        switch self {
+        case .jpeg: return "image/jpeg"
+        case .png: return "image/png"
+        case .gif: return "image/gif"
+        case .webp: return "image/webp"
+        case .heic: return "image/heic"
+        case .avif: return "image/avif"
+        case .jxl: return "image/jxl"
+        case .mp4: return "video/mp4"
+        case .mov: return "video/quicktime"
+        case .m4a: return "audio/mp4"
+        case .avi: return "video/x-msvideo"
+        case .mpeg: return "video/mpeg"
+        case .mpegts: return "video/mp2t"
+        case .webm: return "video/webm"
+        case .mp3: return "audio/mpeg"
+        case .wav: return "audio/wav"
+        case .aiff: return "audio/aiff"
+        }
+    }
+
     public var fileExtension: String {
         switch self {
         case .jpeg: return "jpg"

@@ -1,4 +1,5 @@
-/// Finds media requests in every push SDK's dialect (see PRODUCT.md's table).
+/// Finds media requests the way each push SDK's own Notification Service Extension reads them
+/// (PRODUCT.md's table; the SDK file each reader follows is named beside it).
 public struct DialectReader: Sendable {
     /// Keys read as a single media URL each, in this order: top-level names, or JSON Pointers
     /// (`/data/image`) for nested ones.
@@ -16,20 +17,37 @@ public struct DialectReader: Sendable {
     }
 
     /// Requests in payload order, one per distinct URL (a URL named twice is fetched once and
-    /// rewritten everywhere), Airship's `thumbnail_id` first since iOS thumbnails the first
-    /// attachment, at most `maxAttachments`.
+    /// rewritten everywhere), at most `maxAttachments`.
     public func requests(in root: JSONObject) -> [MediaRequest] {
+        let value = JSONValue.object(root)
         var found: [MediaRequest] = []
         found += fcm(root)
         found += oneSignal(root)
         found += airship(root)
-        found += single(root, container: "ab", key: "att", dialect: .braze, id: "braze")
+        found += braze(root)
         found += cleverTap(root)
-        found += single(root, container: "itbl", key: "attachment-url", dialect: .iterable, id: "iterable")
+        // Iterable (iterable-swift-sdk, ITBNotificationServiceExtension.swift): `itbl.attachment-url`.
+        found += single(value, [.key("itbl"), .key("attachment-url")], dialect: .iterable)
         found += customerIO(root)
+        found += klaviyo(root)
+        // Pushwoosh (pushwoosh-ios-sdk, PWNotificationExtensionManager, whose source is not public:
+        // its documented payload): a top-level `attachment`.
+        found += single(value, [.key("attachment")], dialect: .pushwoosh)
+        found += batch(root)
+        found += mixpanel(root)
+        found += notifee(root)
+        // Expo (expo push service and expo-notifications): a message's `richContent.image` reaches
+        // iOS as `body._richContent.image` (`data` goes under `body`).
+        found += single(value, [.key("body"), .key("_richContent"), .key("image")], dialect: .expo)
+        // Salesforce Marketing Cloud (MarketingCloudSDK-iOS, _posts/2017-10-04-rich-notifications.md,
+        // the extension it ships as the example): `_mediaUrl`; `_mediaAlt` is the body text the
+        // extension shows when the media cannot be had, and passes through untouched.
+        found += single(value, [.key("_mediaUrl")], dialect: .salesforce)
+        // Adobe Journey Optimizer (aepsdk-messaging-ios, its notification service and tests): `adb_media`.
+        found += single(value, [.key("adb_media")], dialect: .adobe)
         for key in genericKeys {
-            let path = key.hasPrefix("/") ? JSONPointer(key)?.path(in: .object(root)) : [.key(key)]
-            if let path, let url = JSONValue.object(root)[path: path]?.stringValue.flatMap(Self.url) {
+            let path = key.hasPrefix("/") ? JSONPointer(key)?.path(in: value) : [.key(key)]
+            if let path, let url = value[path: path]?.stringValue.flatMap(Self.url) {
                 found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path]))
             }
         }
@@ -44,37 +62,63 @@ public struct DialectReader: Sendable {
         return Array(merged.prefix(maxAttachments))
     }
 
+    /// Every top-level key a vendor reader above reads, gates included (a repeated one makes the
+    /// payload ambiguous). DialectTests checks it against what the readers find in every sample.
+    static let vendorTopLevelKeys = [
+        "fcm_options", "att", "os_data", "com.urbanairship.media_attachment", "ab", "ct_mediaUrl", "ct_mediaType", "itbl",
+        "CIO", "CIO-Delivery-ID", "CIO-Delivery-Token", "body", "rich-media", "rich-media-type", "attachment", "com.batch",
+        "mp", "mp_media_url", "notifee_options", "_mediaUrl", "adb_media",
+    ]
+
     /// A usable URL string: trimmed, non-empty. Whether it may be fetched is the fetcher's call.
     static func url(_ text: String) -> String? {
         let trimmed = text.trimmingSpaces
         return trimmed.isEmpty ? nil : trimmed
     }
 
+    /// One URL at a fixed place, its id the dialect's name.
+    private func single(_ root: JSONValue, _ path: [JSONPathComponent], dialect: Dialect, typeHint: TypeHintField? = nil) -> [MediaRequest] {
+        guard let url = root[path: path]?.stringValue.flatMap(Self.url) else { return [] }
+        return [MediaRequest(id: dialect.rawValue, url: url, dialect: dialect, locations: [path], typeHint: typeHint)]
+    }
+
+    // Firebase: FIRMessagingExtensionHelper reads `fcm_options.image`.
     private func fcm(_ root: JSONObject) -> [MediaRequest] {
         guard let url = root["fcm_options"]?.objectValue?["image"]?.stringValue.flatMap(Self.url) else { return [] }
         return [MediaRequest(id: "fcm", url: url, dialect: .fcm, locations: [[.key("fcm_options"), .key("image")]])]
     }
 
+    // OneSignal (OneSignal-iOS-SDK, OneSignalAttachmentsController / OSNotification+OneSignal):
+    // `os_data.att` when there is an `os_data` dictionary, top-level `att` only when there is none.
+    // A value that is not an http(s) URL names a file bundled in the app: the device's to attach,
+    // not Attache's, and not a failure.
     private func oneSignal(_ root: JSONObject) -> [MediaRequest] {
-        var out: [MediaRequest] = []
-        for base in [[JSONPathComponent](), [.key("os_data")]] {
-            let container = base.isEmpty ? root : JSONValue.object(root)[path: base]?.objectValue
-            guard let att = container?["att"]?.objectValue else { continue }
-            for member in att.members {
-                guard let url = member.value.stringValue.flatMap(Self.url) else { continue }
-                out.append(MediaRequest(id: member.key, url: url, dialect: .onesignal, locations: [base + [.key("att"), .key(member.key)]]))
-            }
+        let base: [JSONPathComponent] = root["os_data"]?.objectValue != nil ? [.key("os_data")] : []
+        guard let att = JSONValue.object(root)[path: base + [.key("att")]]?.objectValue else { return [] }
+        return att.members.compactMap { member in
+            guard let url = member.value.stringValue.flatMap(Self.url), Self.isWeb(url) else { return nil }
+            return MediaRequest(id: member.key, url: url, dialect: .onesignal, locations: [base + [.key("att"), .key(member.key)]])
         }
-        return out
     }
 
+    static func isWeb(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    // Airship (ios-library, UAMediaAttachmentPayload): `urls` [{url, url_id}] wins over `url`
+    // (a string or a list) — an empty `urls` is no media; `options.crop` outside the unit square
+    // makes the SDK drop the whole media payload, and so does Attache (an invalid clipping rect is
+    // never emitted); `thumbnail_id` keeps the order and hides every other attachment's thumbnail.
     private func airship(_ root: JSONObject) -> [MediaRequest] {
         let key = "com.urbanairship.media_attachment"
         guard let media = root[key]?.objectValue else { return [] }
         var options = MediaOptions()
         if let o = media["options"]?.objectValue {
-            if let crop = o["crop"]?.objectValue, let x = crop["x"]?.doubleValue, let y = crop["y"]?.doubleValue,
-               let w = crop["width"]?.doubleValue, let h = crop["height"]?.doubleValue {
+            if let crop = o["crop"] {
+                guard let c = crop.objectValue, let x = c["x"]?.doubleValue, let y = c["y"]?.doubleValue,
+                      let w = c["width"]?.doubleValue, let h = c["height"]?.doubleValue,
+                      [x, y, w, h].allSatisfy({ (0...1).contains($0) }), x + w <= 1, y + h <= 1 else { return [] }
                 options.clippingRect = MediaOptions.ClipRect(x: x, y: y, width: w, height: h)
             }
             options.thumbnailTime = o["time"]?.doubleValue
@@ -85,51 +129,100 @@ public struct DialectReader: Sendable {
             guard let url = url.flatMap(Self.url) else { return }
             out.append(MediaRequest(id: id ?? "airship-\(out.count)", url: url, dialect: .airship, locations: [path], options: options))
         }
-        switch media["url"] {
-        case .string(let s)?: add(s, id: nil, path: [.key(key), .key("url")])
-        case .array(let items)?:
-            for (i, item) in items.enumerated() { add(item.stringValue, id: nil, path: [.key(key), .key("url"), .index(i)]) }
-        default: break
+        if let urls = media["urls"]?.arrayValue {
+            for (i, item) in urls.enumerated() {
+                guard let o = item.objectValue else { continue }
+                add(o["url"]?.stringValue, id: o["url_id"]?.stringValue, path: [.key(key), .key("urls"), .index(i), .key("url")])
+            }
+        } else {
+            switch media["url"] {
+            case .string(let s)?: add(s, id: nil, path: [.key(key), .key("url")])
+            case .array(let items)?:
+                for (i, item) in items.enumerated() { add(item.stringValue, id: nil, path: [.key(key), .key("url"), .index(i)]) }
+            default: break
+            }
         }
-        for (i, item) in (media["urls"]?.arrayValue ?? []).enumerated() {
-            guard let o = item.objectValue else { continue }
-            add(o["url"]?.stringValue, id: o["url_id"]?.stringValue, path: [.key(key), .key("urls"), .index(i), .key("url")])
-        }
-        if let thumb = media["thumbnail_id"]?.stringValue, let i = out.firstIndex(where: { $0.id == thumb }), i > 0 {
-            out.insert(out.remove(at: i), at: 0)
+        if let thumb = media["thumbnail_id"]?.stringValue, out.contains(where: { $0.id == thumb }) {
+            for i in out.indices where out[i].id != thumb { out[i].options.thumbnailHidden = true }
         }
         return out
     }
 
-    private func single(_ root: JSONObject, container: String, key: String, dialect: Dialect, id: String) -> [MediaRequest] {
-        guard let holder = root[container]?.objectValue else { return [] }
-        switch holder[key] {
-        case .string(let s)?:
-            guard let url = Self.url(s) else { return [] }
-            return [MediaRequest(id: id, url: url, dialect: dialect, locations: [[.key(container), .key(key)]])]
-        case .object(let o)?:  // Braze: {"url": …, "type": "jpg"}
-            guard let url = o["url"]?.stringValue.flatMap(Self.url) else { return [] }
-            let type = o["type"]?.stringValue
-            return [MediaRequest(id: id, url: url, dialect: dialect, locations: [[.key(container), .key(key), .key("url")]],
-                                 options: MediaOptions(typeHint: type),
-                                 typeHint: type == nil ? nil : TypeHintField(path: [.key(container), .key(key), .key("type")], form: .fileExtension))]
-        default:
-            return []
-        }
+    // Braze (braze-swift-sdk, BrazeKit push notification service): `ab.att` {url, type}; `type`
+    // is the extension of the file the SDK saves and without it the SDK attaches nothing.
+    private func braze(_ root: JSONObject) -> [MediaRequest] {
+        let path: [JSONPathComponent] = [.key("ab"), .key("att")]
+        guard let att = JSONValue.object(root)[path: path]?.objectValue,
+              let url = att["url"]?.stringValue.flatMap(Self.url) else { return [] }
+        return [MediaRequest(id: "braze", url: url, dialect: .braze, locations: [path + [.key("url")]],
+                             options: MediaOptions(typeHint: att["type"]?.stringValue),
+                             typeHint: TypeHintField(path: path + [.key("type")], form: .fileExtension, addWhenMissing: true))]
     }
 
+    // CleverTap (CTNotificationService, CTNotificationServiceExtension.m): `ct_mediaUrl` and
+    // `ct_mediaType` (image, gif, video, audio), both required by the SDK.
     private func cleverTap(_ root: JSONObject) -> [MediaRequest] {
         guard let url = root["ct_mediaUrl"]?.stringValue.flatMap(Self.url) else { return [] }
-        let type = root["ct_mediaType"]?.stringValue
         return [MediaRequest(id: "clevertap", url: url, dialect: .clevertap, locations: [[.key("ct_mediaUrl")]],
-                             options: MediaOptions(typeHint: type),
-                             typeHint: type == nil ? nil : TypeHintField(path: [.key("ct_mediaType")], form: .cleverTapKind))]
+                             options: MediaOptions(typeHint: root["ct_mediaType"]?.stringValue),
+                             typeHint: TypeHintField(path: [.key("ct_mediaType")], form: .cleverTapKind, addWhenMissing: true))]
     }
 
+    // Customer.io (customerio-ios, RichPushRequestHandler): `CIO.push.image`, and the SDK handles
+    // the push only when it carries `CIO-Delivery-ID` and `CIO-Delivery-Token`: without them the
+    // payload is not a Customer.io one and its image is not read.
     private func customerIO(_ root: JSONObject) -> [MediaRequest] {
-        let path: [JSONPathComponent] = [.key("CIO"), .key("push"), .key("image")]
-        guard let url = JSONValue.object(root)[path: path]?.stringValue.flatMap(Self.url) else { return [] }
-        return [MediaRequest(id: "customerio", url: url, dialect: .customerio, locations: [path])]
+        guard root["CIO-Delivery-ID"]?.stringValue != nil, root["CIO-Delivery-Token"]?.stringValue != nil else { return [] }
+        return single(.object(root), [.key("CIO"), .key("push"), .key("image")], dialect: .customerio)
+    }
+
+    // Klaviyo (klaviyo-swift-sdk, Sources/KlaviyoSwiftExtension/KlaviyoExtension.swift): only a
+    // payload whose `body` has `_k`; `rich-media`, saved with the extension `rich-media-type`
+    // (the SDK's default, jpeg, when absent — added when the copy is not a JPEG).
+    private func klaviyo(_ root: JSONObject) -> [MediaRequest] {
+        guard root["body"]?.objectValue?["_k"] != nil else { return [] }
+        return single(.object(root), [.key("rich-media")], dialect: .klaviyo,
+                      typeHint: TypeHintField(path: [.key("rich-media-type")], form: .fileExtension, addWhenMissing: true))
+    }
+
+    // Batch (Batch-iOS-SDK-Extension, Sources/Swift/Rich Notifications/RichNotificationHelper.swift):
+    // `com.batch` → `at` → `u` (URL) and `t` (handed to iOS as the attachment's type hint); the SDK
+    // attaches nothing unless both are there.
+    private func batch(_ root: JSONObject) -> [MediaRequest] {
+        let path: [JSONPathComponent] = [.key("com.batch"), .key("at")]
+        guard let at = JSONValue.object(root)[path: path]?.objectValue, let type = at["t"]?.stringValue,
+              let url = at["u"]?.stringValue.flatMap(Self.url) else { return [] }
+        return [MediaRequest(id: "batch", url: url, dialect: .batch, locations: [path + [.key("u")]], options: MediaOptions(typeHint: type),
+                             typeHint: TypeHintField(path: path + [.key("t")], form: .typeIdentifier))]
+    }
+
+    // Mixpanel (mixpanel-iphone, Mixpanel/MPNotificationServiceExtension.m): only a Mixpanel push
+    // (one with `mp`); `mp_media_url`, saved with its URL's path extension (a rewritten URL ends in
+    // the copy's).
+    private func mixpanel(_ root: JSONObject) -> [MediaRequest] {
+        guard root["mp"] != nil else { return [] }
+        return single(.object(root), [.key("mp_media_url")], dialect: .mixpanel)
+    }
+
+    // Notifee (notifee, ios/NotifeeCore/NotifeeCoreExtensionHelper.m): the first of
+    // `notifee_options.ios.attachments` {url, typeHint, thumbnailHidden, thumbnailClippingRect,
+    // thumbnailTime}, else `notifee_options.image`; one attachment.
+    private func notifee(_ root: JSONObject) -> [MediaRequest] {
+        guard let options = root["notifee_options"]?.objectValue else { return [] }
+        let base: [JSONPathComponent] = [.key("notifee_options"), .key("ios"), .key("attachments"), .index(0)]
+        if let first = JSONValue.object(root)[path: base]?.objectValue {
+            guard let url = first["url"]?.stringValue.flatMap(Self.url) else { return [] }
+            var o = MediaOptions(thumbnailTime: first["thumbnailTime"]?.doubleValue, thumbnailHidden: first["thumbnailHidden"]?.boolValue,
+                                 typeHint: first["typeHint"]?.stringValue)
+            if let r = first["thumbnailClippingRect"]?.objectValue, let x = r["x"]?.doubleValue, let y = r["y"]?.doubleValue,
+               let w = r["width"]?.doubleValue, let h = r["height"]?.doubleValue {
+                o.clippingRect = MediaOptions.ClipRect(x: x, y: y, width: w, height: h)
+            }
+            return [MediaRequest(id: first["id"]?.stringValue ?? "notifee", url: url, dialect: .notifee, locations: [base + [.key("url")]],
+                                 options: o, typeHint: TypeHintField(path: base + [.key("typeHint")], form: .typeIdentifier))]
+        }
+        guard (options["image"]?.stringValue?.count ?? 0) > 1 else { return [] }
+        return single(.object(root), [.key("notifee_options"), .key("image")], dialect: .notifee)
     }
 
     /// Airship's `content` (title, subtitle, body), which its SDK applies to the alert.

@@ -42,8 +42,7 @@ extension Payload {
 extension DialectReader {
     /// The top-level keys the dialects read (a generic JSON Pointer's first step among them).
     var topLevelKeys: Set<String> {
-        Set(["fcm_options", "att", "os_data", "com.urbanairship.media_attachment", "ab", "ct_mediaUrl", "ct_mediaType",
-             "itbl", "CIO"] + genericKeys.map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
+        Set(Self.vendorTopLevelKeys + genericKeys.map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
     }
 
     /// A repeated key where a dialect reads: among its top-level keys, or anywhere inside one.

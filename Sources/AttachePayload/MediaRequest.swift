@@ -35,35 +35,8 @@ public struct MediaOptions: Sendable, Equatable {
 }
 
 public enum Dialect: String, Sendable, CaseIterable {
-    case fcm, onesignal, airship, braze, clevertap, iterable, customerio, generic
-}
-
-/// A vendor's field that tells its SDK what the media is. The SDK names the file it saves by it,
-/// and iOS judges an attachment by that name's extension: when the URL is rewritten to a copy of
-/// another format, the field is rewritten with it, in the form the SDK expects.
-public struct TypeHintField: Sendable, Equatable {
-    public enum Form: Sendable, Equatable {
-        /// A file extension: `jpg`, `png`, `gif`, `mp4` (Braze `ab.att.type`).
-        case fileExtension
-        /// CleverTap's `ct_mediaType`: `image`, `gif`, `video` or `audio`.
-        case cleverTapKind
-    }
-
-    public var path: [JSONPathComponent]
-    public var form: Form
-
-    public init(path: [JSONPathComponent], form: Form) {
-        self.path = path
-        self.form = form
-    }
-
-    /// The field's value for media of this kind, file extension and uniform type identifier.
-    public func value(kind: String, fileExtension: String, uti: String) -> String {
-        switch form {
-        case .fileExtension: return fileExtension
-        case .cleverTapKind: return uti == "com.compuserve.gif" ? "gif" : kind
-        }
-    }
+    case fcm, onesignal, airship, braze, clevertap, iterable, customerio, klaviyo, pushwoosh, batch, mixpanel, notifee, expo
+    case salesforce, adobe, generic
 }
 
 /// One media URL a payload asks for, where it was found, and how to attach it.

@@ -1,3 +1,4 @@
+import AttacheTesting
 import Testing
 @testable import AttachePayload
 
@@ -14,9 +15,11 @@ import Testing
     }
 
     @Test func oneSignalTopLevelAndOsData() throws {
+        let top = try requests(#"{"att":{"id1":"https://x/1.jpg","id2":"https://x/2.png"}}"#)
+        #expect(top.map(\.id) == ["id1", "id2"])
         let r = try requests(#"{"att":{"id1":"https://x/1.jpg","id2":"https://x/2.png"},"os_data":{"att":{"id3":"https://x/3.gif"}}}"#)
-        #expect(r.map(\.id) == ["id1", "id2", "id3"])
-        #expect(r[2].locations == [[.key("os_data"), .key("att"), .key("id3")]])
+        #expect(r.map(\.id) == ["id3"])  // with os_data, the top-level att is not OneSignal's
+        #expect(r[0].locations == [[.key("os_data"), .key("att"), .key("id3")]])
         #expect(r.allSatisfy { $0.dialect == .onesignal })
     }
 
@@ -28,12 +31,15 @@ import Testing
          "content":{"title":"T","subtitle":"S","body":"B"}}}
         """#
         let r = try requests(json)
-        #expect(r.map(\.url) == ["https://x/c.jpg", "https://x/a.jpg", "https://x/b.jpg"])  // thumbnail_id first
+        #expect(r.map(\.url) == ["https://x/c.jpg"])  // `urls` wins over `url`
         #expect(r[0].id == "cee")
-        #expect(r[1].locations == [[.key("com.urbanairship.media_attachment"), .key("url"), .index(0)]])
+        #expect(r[0].locations == [[.key("com.urbanairship.media_attachment"), .key("urls"), .index(0), .key("url")]])
         #expect(r[0].options.clippingRect == .init(x: 0.1, y: 0.2, width: 0.5, height: 0.6))
         #expect(r[0].options.thumbnailTime == 3)
         #expect(r[0].options.thumbnailHidden == true)
+        let list = try requests(#"{"com.urbanairship.media_attachment":{"url":["https://x/a.jpg","https://x/b.jpg"]}}"#)
+        #expect(list.map(\.url) == ["https://x/a.jpg", "https://x/b.jpg"])
+        #expect(list[1].locations == [[.key("com.urbanairship.media_attachment"), .key("url"), .index(1)]])
         let content = reader.airshipContent(in: try Payload(bytes: Array(json.utf8)).root)
         #expect(content?.title == "T" && content?.subtitle == "S" && content?.body == "B")
         let single = try requests(#"{"com.urbanairship.media_attachment":{"url":"https://x/one.jpg"}}"#)
@@ -48,8 +54,79 @@ import Testing
         #expect(ct.first?.dialect == .clevertap && ct.first?.options.typeHint == "image")
         let itbl = try requests(#"{"itbl":{"attachment-url":"https://x/i.jpg"}}"#)
         #expect(itbl.first?.dialect == .iterable)
-        let cio = try requests(#"{"CIO":{"push":{"image":"https://x/cio.jpg"}}}"#)
+        let cio = try requests(#"{"CIO-Delivery-ID":"d","CIO-Delivery-Token":"t","CIO":{"push":{"image":"https://x/cio.jpg"}}}"#)
         #expect(cio.first?.dialect == .customerio)
+    }
+
+    /// `thumbnail_id` keeps the order and hides every other thumbnail; an empty `urls` is no
+    /// media; a crop outside the unit square drops the whole media payload, as the SDK does.
+    @Test func airshipRules() throws {
+        let key = "com.urbanairship.media_attachment"
+        let r = try requests(#"{"\#(key)":{"urls":[{"url":"https://x/1","url_id":"a"},{"url":"https://x/2","url_id":"b"}],"thumbnail_id":"b"}}"#)
+        #expect(r.map(\.id) == ["a", "b"])
+        #expect(r.map(\.options.thumbnailHidden) == [true, nil])
+        #expect(try requests(#"{"\#(key)":{"urls":[],"url":"https://x/u"}}"#).isEmpty)
+        for crop in [#"{"x":-0.1,"y":0,"width":0.5,"height":0.5}"#, #"{"x":0.6,"y":0,"width":0.5,"height":0.5}"#,
+                     #"{"x":0,"y":0,"width":1.5,"height":1}"#, #""half""#] {
+            #expect(try requests(#"{"\#(key)":{"url":"https://x/u","options":{"crop":\#(crop)}}}"#).isEmpty, "\(crop)")
+        }
+    }
+
+    /// `os_data.att` when there is an `os_data`, top-level `att` only without one; a bundled file
+    /// (not http/https) is left for the device.
+    @Test func oneSignalRules() throws {
+        #expect(try requests(#"{"os_data":{"att":{"a":"https://x/a"}},"att":{"b":"https://x/b"}}"#).map(\.id) == ["a"])
+        #expect(try requests(#"{"os_data":{"i":"n"},"att":{"b":"https://x/b"}}"#).isEmpty)
+        #expect(try requests(#"{"att":{"local":"promo.png","web":"HTTPS://x/w"}}"#).map(\.id) == ["web"])
+    }
+
+    /// Each vendor's key, where it is rewritten, its type field, and its gate.
+    @Test func everyVendor() throws {
+        let klaviyo = try requests(#"{"body":{"_k":"x"},"rich-media":"https://x/k.webp","rich-media-type":"webp"}"#)
+        #expect(klaviyo.first?.dialect == .klaviyo)
+        #expect(klaviyo.first?.typeHint == TypeHintField(path: [.key("rich-media-type")], form: .fileExtension, addWhenMissing: true))
+        #expect(try requests(#"{"rich-media":"https://x/k.webp"}"#).isEmpty)  // not a Klaviyo push without body._k
+
+        let pushwoosh = try requests(#"{"attachment":"https://x/p.jpg"}"#)
+        #expect((pushwoosh.first?.dialect, pushwoosh.first?.locations) == (.pushwoosh, [[.key("attachment")]]))
+
+        let batch = try requests(#"{"com.batch":{"at":{"u":"https://x/b.heic","t":"public.heic"}}}"#)
+        #expect(batch.first?.locations == [[.key("com.batch"), .key("at"), .key("u")]])
+        #expect(batch.first?.typeHint?.path == [.key("com.batch"), .key("at"), .key("t")])
+        #expect(try requests(#"{"com.batch":{"at":{"u":"https://x/b.heic"}}}"#).isEmpty)  // the SDK needs both
+
+        #expect(try requests(#"{"mp":{"m":1},"mp_media_url":"https://x/m.gif"}"#).first?.dialect == .mixpanel)
+        #expect(try requests(#"{"mp_media_url":"https://x/m.gif"}"#).isEmpty)
+
+        let notifee = try requests(#"""
+        {"notifee_options":{"image":"https://x/fallback.jpg","ios":{"attachments":[
+          {"url":"https://x/n.avif","typeHint":"public.avif","thumbnailHidden":true,"thumbnailTime":2,
+           "thumbnailClippingRect":{"x":0,"y":0.1,"width":0.5,"height":0.5}},{"url":"https://x/second.jpg"}]}}}
+        """#)
+        #expect(notifee.map(\.url) == ["https://x/n.avif"])  // the first attachment only
+        #expect(notifee.first?.options == MediaOptions(clippingRect: .init(x: 0, y: 0.1, width: 0.5, height: 0.5), thumbnailTime: 2,
+                                                       thumbnailHidden: true, typeHint: "public.avif"))
+        #expect(notifee.first?.typeHint?.form == .typeIdentifier)
+        #expect(try requests(#"{"notifee_options":{"image":"https://x/i.jpg"}}"#).first?.locations == [[.key("notifee_options"), .key("image")]])
+
+        #expect(try requests(#"{"body":{"_richContent":{"image":"https://x/e.jpg"}}}"#).first?.dialect == .expo)
+        #expect(try requests(#"{"_mediaUrl":"https://x/s.mp4","_mediaAlt":"text"}"#).first?.dialect == .salesforce)
+        #expect(try requests(#"{"adb_media":"https://x/a.png"}"#).first?.dialect == .adobe)
+
+        #expect(try requests(#"{"CIO":{"push":{"image":"https://x/c.png"}}}"#).isEmpty)  // no delivery id and token
+    }
+
+    /// The duplicate-key check's list holds every top-level key a reader reads, in every sample.
+    @Test func theTopLevelKeysCoverEverySample() throws {
+        for name in listDirectory(Fixtures.payloadDirectory) where name.hasSuffix(".json") {
+            let root = try Payload(bytes: Fixtures.bytes(name, in: Fixtures.payloadDirectory)).root
+            for request in reader.requests(in: root) {
+                for location in request.locations + [request.typeHint?.path].compactMap({ $0 }) {
+                    guard case .key(let key)? = location.first else { continue }
+                    #expect(reader.topLevelKeys.contains(key), "\(name): \(key)")
+                }
+            }
+        }
     }
 
     @Test func genericKeysAreConfigurable() throws {

@@ -14,7 +14,10 @@ import Testing
         ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
         ("clevertap.json", ["public.jpeg"]), ("iterable.json", ["public.jpeg"]), ("customerio.json", ["public.png"]),
         ("generic.json", ["public.png"]), ("heic.json", ["public.jpeg"]), ("webp.json", ["public.jpeg"]),
-        ("animated-webp.json", ["com.compuserve.gif"]),
+        ("animated-webp.json", ["com.compuserve.gif"]), ("klaviyo.json", ["public.png"]), ("pushwoosh.json", ["public.jpeg"]),
+        ("batch.json", ["public.jpeg"]), ("mixpanel.json", ["com.compuserve.gif"]), ("notifee.json", ["public.jpeg"]),
+        ("expo.json", ["public.jpeg"]), ("salesforce.json", ["public.mpeg-4"]), ("adobe.json", ["public.png"]),
+        ("handwritten.json", ["public.jpeg"]),
     ], [Isolation.inProcess, .process])
     func everyDialectIsEnriched(_ sample: (name: String, types: [String]), _ isolation: Isolation) async throws {
         let (name, types) = sample
@@ -79,10 +82,12 @@ import Testing
         let alert = out["aps"]?.objectValue?["alert"]?.objectValue
         #expect(alert?["title"]?.stringValue == "Airship title")
         #expect(alert?["body"]?.stringValue == "Airship body")
-        let first = try #require(out["attachments"]?.arrayValue?.first?.objectValue)
-        #expect(first["id"]?.stringValue == "detail")  // thumbnail_id goes first
-        #expect(first["thumbnail-clipping-rect"]?.objectValue?["width"]?.numberText == "0.5")
-        #expect(first["thumbnail-hidden"] == .bool(false))
+        let list = try #require(out["attachments"]?.arrayValue)
+        let entries = list.compactMap(\.objectValue)
+        #expect(entries.map { $0["id"]?.stringValue } == ["hero", "detail"])  // order kept
+        #expect(entries[0]["thumbnail-clipping-rect"]?.objectValue?["width"]?.numberText == "0.5")
+        // thumbnail_id "detail": every other attachment's thumbnail is hidden.
+        #expect(entries.map { $0["thumbnail-hidden"] } == [.bool(true), .bool(false)])
     }
 
     @Test func passthroughIsByteIdentical() async throws {
@@ -223,6 +228,45 @@ import Testing
         #expect(out[path: path]?.stringValue == type)
         let url = try #require(out[path: [.key("attachments"), .index(0), .key("url")]]?.stringValue)
         #expect(url.hasSuffix(suffix))
+    }
+
+    /// The vendors' own samples with a public base URL: each type field follows its URL to the
+    /// copy, in the form its SDK reads (a file extension, a UTI, a MIME type).
+    @Test(arguments: [
+        ("klaviyo.json", [JSONPathComponent.key("rich-media-type")], "png"),
+        ("batch.json", [.key("com.batch"), .key("at"), .key("t")], "public.jpeg"),
+        ("notifee.json", [.key("notifee_options"), .key("ios"), .key("attachments"), .index(0), .key("typeHint")], "public.jpeg"),
+    ])
+    func vendorTypeFieldsFollowTheCopy(_ name: String, _ path: [JSONPathComponent], _ type: String) async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
+        defer { e.shutdown() }
+        let out = JSONValue.object(try json(try await e.enrich(h.sample(name)).bytes))
+        #expect(out[path: path]?.stringValue == type)
+    }
+
+    /// Where an SDK attaches nothing without a type (Braze, CleverTap) or assumes a wrong one
+    /// (Klaviyo's jpeg), the field is added with the URL rewrite; a MIME type stays a MIME type.
+    @Test func missingTypeFieldsAreAddedAndFormsKept() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
+        defer { e.shutdown() }
+        let braze = JSONValue.object(try json(try await e.enrich(h.payload(
+            #"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/animated.gif"}}}"#)).bytes))
+        #expect(braze[path: [.key("ab"), .key("att"), .key("type")]]?.stringValue == "gif")
+        let klaviyo = JSONValue.object(try json(try await e.enrich(h.payload(
+            #"{"aps":{"alert":"x","mutable-content":1},"body":{"_k":"1"},"rich-media":"ORIGIN/alpha.png"}"#)).bytes))
+        #expect(klaviyo[path: [.key("rich-media-type")]]?.stringValue == "png")
+        let batch = JSONValue.object(try json(try await e.enrich(h.payload(
+            #"{"aps":{"alert":"x","mutable-content":1},"com.batch":{"at":{"u":"ORIGIN/photo.webp","t":"image/webp"}}}"#)).bytes))
+        #expect(batch[path: [.key("com.batch"), .key("at"), .key("t")]]?.stringValue == "image/jpeg")
+        // Without a public base URL the URL stays the original, and so does every type field.
+        let (h2, plain) = try Harness.started()
+        defer { h2.stop(plain) }
+        let kept = JSONValue.object(try json(try await plain.enrich(h2.sample("klaviyo.json")).bytes))
+        #expect(kept[path: [.key("rich-media-type")]]?.stringValue == "webp")
     }
 
     @Test func storedNamesAreContentHashes() async throws {
