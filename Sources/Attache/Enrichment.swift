@@ -106,6 +106,7 @@ public struct Enrichment: Sendable {
         let services = self.services
         var runtime = self.runtime
         if let deadline { runtime.configuration.deadline = deadline }
+        if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger) { return fcm }
         return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension() }
     }
 

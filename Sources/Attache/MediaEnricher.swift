@@ -57,8 +57,9 @@ public final class MediaServices: Sendable {
     }
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
-    public func makeExtension() -> MediaEnricher {
-        MediaEnricher(services: self)
+    /// `androidCopy`: each image also gets an Android copy (an FCM send request's).
+    public func makeExtension(androidCopy: Bool = false) -> MediaEnricher {
+        MediaEnricher(services: self, androidCopy: androidCopy)
     }
 }
 
@@ -77,8 +78,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     /// One per attachment (at most the configured maximum), filled by the engine however a transfer ends.
     private let traces: [FetchTrace]
 
-    init(services: MediaServices) {
+    private let androidCopy: Bool
+
+    init(services: MediaServices, androidCopy: Bool = false) {
         self.services = services
+        self.androidCopy = androidCopy
         self.traces = (0..<max(1, services.configuration.dialects.maxAttachments)).map { _ in FetchTrace() }
     }
 
@@ -159,6 +163,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
         let time = media.options.thumbnailTime.map { "\($0)" } ?? "-"
         return "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
+            + (androidCopy ? " android" : "")
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
@@ -226,6 +231,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             state.withLock { s in
                 s.entries[index] = entry
                 s.reports[index].outcome = .attached
+                s.reports[index].androidURL = entry.androidURL
             }
         } catch {
             // One rule for "timed out": the work was cancelled, which happens only at the
@@ -291,12 +297,18 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let stored = thumbnail, let image = rendered.thumbnail {
             thumbnailEntry = .init(url: stored.url, width: image.width, height: image.height)
         }
-        return AttachmentEntry(
+        var android: StoredMedia?
+        if let image = rendered.android {
+            android = try await services.store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
+        }
+        var entry = AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
             width: rendered.width, height: rendered.height, frames: rendered.frames, duration: rendered.duration,
             thumbnail: thumbnailEntry, thumbhash: rendered.thumbhash, convertedFrom: rendered.convertedFrom?.rawValue,
             options: media.options
         )
+        entry.androidURL = android?.url
+        return entry
     }
 
     /// The main rendition, then the thumbnail (not at once: a main that cannot be stored must not
@@ -335,6 +347,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var thumbnail: RenderedImage?
         var thumbhash: String?
         var convertedFrom: MediaFormat?
+        var android: RenderedImage?
     }
 
     /// The body's bytes (read from its file when it spilled), and the report's kind and format,
@@ -351,6 +364,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func renderOptions(_ media: MediaRequest) -> RenderOptions {
         var options = services.configuration.render
         options.clip = media.options.clippingRect
+        if androidCopy { options.androidSize = RenderOptions.androidEdge }
         return options
     }
 
@@ -374,11 +388,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
                             height: display.height, frames: display.frames > 1 ? display.frames : nil, thumbnail: rendition.thumbnail,
-                            thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom)
+                            thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom, android: rendition.android)
         }
         return Rendered(main: bytes, original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
                         height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,
-                        thumbnail: rendition.thumbnail, thumbhash: rendition.thumbhash)
+                        thumbnail: rendition.thumbnail, thumbhash: rendition.thumbhash, android: rendition.android)
     }
 
     private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {

@@ -60,6 +60,8 @@ public struct AttachmentReport: Sendable, Equatable {
     public var redirects: Int?
     /// The format the media came in when what was attached is a conversion (`heic`, `webp`, …).
     public var convertedFrom: String?
+    /// The Android copy's URL, for an FCM send request.
+    public var androidURL: String?
     /// `hit`, `miss` or `shared` when a result cache is in use.
     public var cache: String?
     public var timings = StageTimings()
@@ -82,6 +84,7 @@ public struct AttachmentReport: Sendable, Equatable {
         o["format"] = format.map(JSONValue.string) ?? .null
         o["bytes"] = bytes.map(JSONValue.int) ?? .null
         if let convertedFrom { o["converted_from"] = .string(convertedFrom) }
+        if let androidURL { o["android_url"] = .string(androidURL) }
         if let httpStatus { o["http_status"] = .int(httpStatus) }
         if let connectedIP { o["connected_ip"] = .string(connectedIP) }
         if let redirects { o["redirects"] = .int(redirects) }

@@ -21,7 +21,7 @@ enum SharedResults {
     static func encode(_ media: CachedMedia, at time: Int) -> [UInt8] {
         JSONWriter.bytes(.object(JSONObject([
             "version": .int(1), "time": .int(time), "kind": .string(media.kind), "format": .string(media.format),
-            "bytes": .int(media.bytes), "entry": media.entry.json(),
+            "bytes": .int(media.bytes), "entry": media.entry.json(record: true),
         ])))
     }
 

@@ -33,7 +33,8 @@ struct AnimationConverter {
             }
             if edge < Self.smallestEdge { break }
         }
-        let plan = pipeline.plan(header, target: min(max(options.displaySize, pipeline.thumbnailTarget(options)), max(header.width, header.height)))
+        let target = max(options.displaySize, pipeline.thumbnailTarget(options), options.androidSize ?? 0)
+        let plan = pipeline.plan(header, target: min(target, max(header.width, header.height)))
         let first = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
         let still = try pipeline.encode(pipeline.sized(first, clip: nil, edge: options.displaySize, orientation: header.orientation),
                                         quality: options.jpegQuality)
@@ -49,7 +50,7 @@ struct AnimationConverter {
     /// Every `step`-th frame, fitted to `edge`, each shown for its own time and that of the frames
     /// skipped after it.
     private func animate(_ bytes: UnsafeRawBufferPointer, edge: Int, step: Int, budget: Int) throws -> Attempt {
-        let target = max(edge, pipeline.thumbnailTarget(options))
+        let target = max(edge, pipeline.thumbnailTarget(options), options.androidSize ?? 0)
         let plan = pipeline.plan(header, target: min(target, max(header.width, header.height)))
         let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
         var writer: ImageCodecs.GIFWriter?

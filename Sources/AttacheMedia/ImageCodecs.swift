@@ -251,6 +251,13 @@ enum ImageCodecs {
         return derived(out, from: pixels)
     }
 
+    /// A copy over white, as RGB: JPEG for images with transparency.
+    static func flattened(_ pixels: Pixels) throws -> Pixels {
+        let copy = try crop(pixels, x: 0, y: 0, width: pixels.width, height: pixels.height)
+        attache_flatten_on_white(&copy.image)
+        return copy
+    }
+
     private static func derived(_ image: attache_image, from source: Pixels) -> Pixels {
         let pixels = Pixels(image)
         pixels.icc = source.icc

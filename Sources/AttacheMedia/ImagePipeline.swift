@@ -20,15 +20,24 @@ public struct RenderOptions: Sendable {
     public var jpegQuality: Int
     /// False: the thumbnail only, never a display or converted copy (`attache thumbnail`).
     public var makesDisplayCopy: Bool
+    /// Longest edge of an Android copy (a JPEG within FCM's 1 MB, never cropped), made from the
+    /// same decode for an FCM send request; nil: none.
+    public var androidSize: Int?
 
     public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80,
-                makesDisplayCopy: Bool = true) {
+                makesDisplayCopy: Bool = true, androidSize: Int? = nil) {
         self.thumbnailSize = thumbnailSize
         self.displaySize = displaySize
         self.clip = clip
         self.jpegQuality = jpegQuality
         self.makesDisplayCopy = makesDisplayCopy
+        self.androidSize = androidSize
     }
+
+    /// FCM's limit on a notification image.
+    public static let androidMaxBytes = 1_000_000
+    /// BigPictureStyle shows 450 dp at most: 1350 pixels at 3x.
+    public static let androidEdge = 1350
 }
 
 public struct ImageRendition: Sendable {
@@ -39,12 +48,15 @@ public struct ImageRendition: Sendable {
     public var display: RenderedImage?
     /// The ThumbHash of the thumbnail (see `ThumbHash`), base64.
     public var thumbhash: String?
+    /// The Android copy, when `RenderOptions.androidSize` asked for one.
+    public var android: RenderedImage?
 
-    public init(header: ImageHeader, thumbnail: RenderedImage, display: RenderedImage?, thumbhash: String? = nil) {
+    public init(header: ImageHeader, thumbnail: RenderedImage, display: RenderedImage?, thumbhash: String? = nil, android: RenderedImage? = nil) {
         self.header = header
         self.thumbnail = thumbnail
         self.display = display
         self.thumbhash = thumbhash
+        self.android = android
     }
 
     /// The source format, when what goes to the device is a copy in another format (a HEIC's
@@ -143,7 +155,7 @@ public struct ImagePipeline: Sendable {
             return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
         }
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
-        let target = needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options)
+        let target = max(needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options), options.androidSize ?? 0)
         let plan = plan(header, target: min(target, longest))
         let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)
 
@@ -164,7 +176,23 @@ public struct ImagePipeline: Sendable {
     func finish(header: ImageHeader, firstFrame: Pixels, display: RenderedImage?, options: RenderOptions) throws -> ImageRendition {
         let thumbnail = try sized(firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: header.orientation)
         return ImageRendition(header: header, thumbnail: try encode(thumbnail, quality: options.jpegQuality), display: display,
-                              thumbhash: try placeholder(thumbnail))
+                              thumbhash: try placeholder(thumbnail), android: try options.androidSize.flatMap { try android(firstFrame, header: header, edge: $0) })
+    }
+
+    /// A JPEG (over white where there is transparency) of the whole image, within FCM's 1 MB:
+    /// lower quality first, then smaller, until it fits.
+    func android(_ frame: Pixels, header: ImageHeader, edge: Int) throws -> RenderedImage? {
+        var edge = edge
+        while edge >= 64 {
+            var pixels = try sized(frame, clip: nil, edge: edge, orientation: header.orientation)
+            if pixels.hasAlpha { pixels = try ImageCodecs.flattened(pixels) }
+            for quality in [80, 65, 50] {
+                let image = try encode(pixels, quality: quality)
+                if image.bytes.count <= RenderOptions.androidMaxBytes { return image }
+            }
+            edge = edge * 3 / 4
+        }
+        return nil
     }
 
     /// The ThumbHash of an image, from a copy of at most 100 pixels a side.

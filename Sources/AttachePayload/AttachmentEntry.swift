@@ -25,6 +25,8 @@ public struct AttachmentEntry: Sendable, Equatable {
     public var thumbhash: String?
     /// The format the media came in, when `url` is a conversion of it (`heic`, `webp`, …).
     public var convertedFrom: String?
+    /// The Android copy made for an FCM send request; never in the APNs payload.
+    public var androidURL: String?
     public var options: MediaOptions
 
     public init(id: String, url: String, type: String, bytes: Int, width: Int? = nil, height: Int? = nil,
@@ -56,6 +58,7 @@ public struct AttachmentEntry: Sendable, Equatable {
         self.init(id: o["id"]?.stringValue ?? "", url: url, type: type, bytes: bytes, width: int("width"), height: int("height"),
                   frames: int("frames"), duration: o["duration"]?.doubleValue, thumbnail: thumbnail,
                   thumbhash: o["thumbhash"]?.stringValue, convertedFrom: o["converted-from"]?.stringValue)
+        androidURL = o["android-url"]?.stringValue
     }
 
     /// The same media attached under another payload's id and options.
@@ -71,7 +74,8 @@ public struct AttachmentEntry: Sendable, Equatable {
     /// was converted from, sizes, then the thumbnail).
     public static let trimLevels = 4
 
-    public func json(trim: Int = 0) -> JSONValue {
+    /// `record`: with what stays out of payloads (the Android copy's URL), for the shared results.
+    public func json(trim: Int = 0, record: Bool = false) -> JSONValue {
         var o = JSONObject()
         o["id"] = .string(id)
         o["url"] = .string(url)
@@ -90,6 +94,7 @@ public struct AttachmentEntry: Sendable, Equatable {
             o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
         }
         if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
+        if record, let androidURL { o["android-url"] = .string(androidURL) }
         if let rect = options.clippingRect {
             o["thumbnail-clipping-rect"] = .object(JSONObject([
                 "x": .double(rect.x), "y": .double(rect.y), "width": .double(rect.width), "height": .double(rect.height),

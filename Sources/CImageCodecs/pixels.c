@@ -206,6 +206,20 @@ void attache_drop_alpha(attache_image *image) {
     image->channels = 3;
 }
 
+void attache_flatten_on_white(attache_image *image) {
+    if (image->channels != 4) return;
+    size_t n = (size_t)image->width * image->height;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = image->pixels + i * 4;
+        unsigned under = 255u - p[3];  // premultiplied: colour + (1 - alpha) * white
+        uint8_t r = (uint8_t)(p[0] + under), g = (uint8_t)(p[1] + under), b = (uint8_t)(p[2] + under);
+        image->pixels[i * 3] = r;
+        image->pixels[i * 3 + 1] = g;
+        image->pixels[i * 3 + 2] = b;
+    }
+    image->channels = 3;
+}
+
 void attache_image_free(attache_image *image) {
     free(image->pixels);
     image->pixels = NULL;

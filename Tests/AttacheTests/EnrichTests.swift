@@ -1,4 +1,4 @@
-import Attache
+@testable import Attache
 import AttacheIsolation
 import AttacheMedia
 import AttachePayload
@@ -267,6 +267,60 @@ import Testing
         defer { h2.stop(plain) }
         let kept = JSONValue.object(try json(try await plain.enrich(h2.sample("klaviyo.json")).bytes))
         #expect(kept[path: [.key("rich-media-type")]]?.stringValue == "webp")
+    }
+
+    /// An FCM v1 send request: its APNs payload enriched as FCM will deliver it, the iOS URLs
+    /// pointed at the validated copy, an Android copy (a JPEG within 1 MB, at most 1350 px, not
+    /// cropped) added; every other field as it came.
+    @Test func anFCMSendRequestIsEnrichedForBothPlatforms() async throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
+        defer { e.shutdown() }
+        let input = h.sample("fcm-v1.json")
+        let emission = try await e.enrich(input)
+        #expect(emission.outcome == .enriched)
+        let out = JSONValue.object(try json(emission.bytes)), original = JSONValue.object(try json(input))
+        let message: [JSONPathComponent] = [.key("message")]
+        let ios = try #require(out[path: message + [.key("notification"), .key("image")]]?.stringValue)
+        #expect(ios.hasPrefix("https://cdn.example.com/m/") && ios.hasSuffix(".jpg"))
+        #expect(out[path: message + [.key("apns"), .key("fcm_options"), .key("image")]]?.stringValue == ios)
+        let payload = try #require(out[path: message + [.key("apns"), .key("payload")]]?.objectValue)
+        #expect(payload.members.map(\.key) == ["aps", "campaign", "attachments"])  // no fcm_options left behind
+        #expect(payload["attachments"]?.arrayValue?.first?.objectValue?["url"]?.stringValue == ios)
+        let android = try #require(out[path: message + [.key("android"), .key("notification"), .key("image")]]?.stringValue)
+        #expect(android != ios && android.hasSuffix(".jpg"))
+        let copy = Fixtures.bytes(String(android.dropFirst("https://cdn.example.com/m/".count)), in: h.mediaDirectory)
+        #expect(!copy.isEmpty && copy.count <= 1_000_000)
+        let header = try ImagePipeline().inspect(copy)
+        #expect((header.format, max(header.width, header.height)) == (.jpeg, 1350))  // photo.jpg is 1600x1200
+        // Everything else as it came.
+        for path: [JSONPathComponent] in [[.key("message"), .key("token")], [.key("message"), .key("data")],
+                                          [.key("message"), .key("apns"), .key("headers")], [.key("validate_only")],
+                                          [.key("message"), .key("android"), .key("priority")],
+                                          [.key("message"), .key("android"), .key("notification"), .key("channel_id")]] {
+            #expect(out[path: path] == original[path: path], "\(path)")
+        }
+        #expect(JSONWriter.bytes(out[path: message + [.key("apns"), .key("payload"), .key("campaign")]]!) == Array(#"{"id":42,"ratio":1.50}"#.utf8))
+        #expect(emission.report.attachments.first?.androidURL == android)
+    }
+
+    /// Anything short of enriched is the original request, byte for byte; what is not a send
+    /// request (another top-level key, no target) is read as an APNs payload.
+    @Test func anFCMSendRequestFallsBackWhole() async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let cut = Array(String(decoding: h.sample("fcm-v1.json"), as: UTF8.self).replacingAll("photo.jpg", with: "truncated.jpg").utf8)
+        let failed = try await e.enrich(cut)
+        #expect((failed.outcome, failed.reason) == (.fallback, .invalidMedia))
+        #expect(failed.bytes == cut)
+        let quiet = Array(String(decoding: h.sample("fcm-v1.json"), as: UTF8.self).replacingAll(#""mutable-content":1"#, with: #""badge":1"#).utf8)
+        let passed = try await e.enrich(quiet)
+        #expect((passed.outcome, passed.reason) == (.passthrough, .notMutable))
+        #expect(passed.bytes == quiet)
+        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"apns":{}}}"#))) == nil)  // no token, topic or condition
+        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"token":"t"},"aps":{}}"#))) == nil)
+        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"topic":"news"}}"#))) != nil)
     }
 
     @Test func storedNamesAreContentHashes() async throws {

@@ -201,6 +201,7 @@ package enum DecodeWire {
             o["thumbnail"] = image(rendition.thumbnail)
             if let display = rendition.display { o["display"] = image(display) }
             if let hash = rendition.thumbhash { o["thumbhash"] = .string(hash) }
+            if let android = rendition.android { o["android"] = image(android) }
             o["inspect_ms"] = .exact(inspectMs)
             o["render_ms"] = .exact(renderMs)
         case let .success(.movie(movie)):
@@ -239,7 +240,7 @@ package enum DecodeWire {
         case "image":
             guard let thumbnail = try image("thumbnail") else { throw WireError("an image result without a thumbnail") }
             let rendition = ImageRendition(header: try header(o.object("header")), thumbnail: thumbnail, display: try image("display"),
-                                           thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil)
+                                           thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil, android: try image("android"))
             return .image(rendition, inspectMs: try o.double("inspect_ms"), renderMs: try o.double("render_ms"))
         case "movie":
             return .movie(MovieRendition(facts: try facts(o.object("facts")), thumbnail: try image("thumbnail"),
@@ -257,6 +258,7 @@ package enum DecodeWire {
         var o = JSONObject(["thumbnail_size": .int(r.thumbnailSize), "display_size": .int(r.displaySize),
                             "jpeg_quality": .int(r.jpegQuality), "display_copy": .bool(r.makesDisplayCopy)])
         if let c = r.clip { o["clip"] = .array([.exact(c.x), .exact(c.y), .exact(c.width), .exact(c.height)]) }
+        if let size = r.androidSize { o["android_size"] = .int(size) }
         return .object(o)
     }
 
@@ -269,7 +271,8 @@ package enum DecodeWire {
             clip = .init(x: c[0], y: c[1], width: c[2], height: c[3])
         }
         return RenderOptions(thumbnailSize: try o.int("thumbnail_size"), displaySize: try o.int("display_size"), clip: clip,
-                             jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"))
+                             jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"),
+                             androidSize: o.has("android_size") ? try o.int("android_size") : nil)
     }
 
     static func json(_ l: MediaLimits) -> JSONValue {

@@ -104,6 +104,8 @@ void attache_unpremultiply(attache_image *image);
 int attache_is_opaque(const attache_image *image);
 /// Drops the alpha channel of an opaque RGBA image in place.
 void attache_drop_alpha(attache_image *image);
+/// A premultiplied RGBA image over white, as RGB, in place (a JPEG for a device that wants one).
+void attache_flatten_on_white(attache_image *image);
 
 void attache_image_free(attache_image *image);
 void attache_buffer_free(uint8_t *buffer);

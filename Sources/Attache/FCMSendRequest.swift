@@ -1,0 +1,104 @@
+import AttachePayload
+import Logging
+
+/// An FCM HTTP v1 send request — `{"message": {"token"|"topic"|"condition", "notification": {"image"},
+/// "apns": {"payload", "fcm_options": {"image"}}, "android": {"notification": {"image"}}}}` — what
+/// a pipeline that sends to iOS and Android through FCM holds just before sending.
+///
+/// Its APNs part is enriched as the payload FCM will deliver: `apns.payload` with
+/// `fcm_options.image` in it (FCM puts `apns.fcm_options.image`, else `notification.image`, there),
+/// under the `mutable-content` gate, in the APNs budget less what FCM adds on delivery. Then
+/// `apns.fcm_options.image` and `notification.image` name the validated iOS copy, and
+/// `android.notification.image` (added when there is a `notification.image` but no Android image)
+/// an Android copy made from the same download. URLs change only with a public base URL (a
+/// `file://` URL means nothing to FCM). Every other field of the envelope is written back as it
+/// came (order, number spelling); a fallback or passthrough is the original request, byte for byte.
+struct FCMSendRequest {
+    /// What FCM adds to the APNs payload on delivery, kept free in the budget: `gcm.message_id`
+    /// (about 36 bytes with its key), `google.c.a.e` (19), `google.c.sender.id` (about 35),
+    /// `google.c.fid` (about 40), and for console campaigns `google.c.a.c_id`, `c_l`, `ts`, `udt`
+    /// (about 110): 240 bytes, rounded up. Measured from delivered payloads: FCM's reference does
+    /// not list these keys or their sizes.
+    static let deliveryReserve = 256
+
+    let root: JSONObject
+    let message: JSONObject
+    /// The APNs payload as FCM delivers it (with `fcm_options.image` when the request names one).
+    let apnsPayload: JSONObject
+    /// `fcm_options` was added to `apnsPayload` by us (taken back out afterwards).
+    let addedFCMOptions: Bool
+    /// The request has `notification.image` and no Android image: make one.
+    let wantsAndroidImage: Bool
+
+    /// Recognises a send request: a top-level object whose only keys are `message` (and
+    /// `validate_only`), with `token`, `topic` or `condition` in it. Nil for anything else.
+    init?(_ root: JSONObject) {
+        guard root.firstRepeatedKey() == nil, root.members.allSatisfy({ $0.key == "message" || $0.key == "validate_only" }),
+              let message = root["message"]?.objectValue,
+              ["token", "topic", "condition"].contains(where: { message[$0] != nil }) else { return nil }
+        self.root = root
+        self.message = message
+        let apns = message["apns"]?.objectValue
+        var payload = apns?["payload"]?.objectValue ?? JSONObject()
+        let image = apns?["fcm_options"]?.objectValue?["image"]?.stringValue ?? Self.notificationImage(message)
+        addedFCMOptions = image != nil && payload["fcm_options"] == nil
+        if addedFCMOptions, let image { payload["fcm_options"] = .object(JSONObject(["image": .string(image)])) }
+        apnsPayload = payload
+        wantsAndroidImage = Self.notificationImage(message) != nil
+            && JSONValue.object(message)[path: [.key("android"), .key("notification"), .key("image")]] == nil
+    }
+
+    private static func notificationImage(_ message: JSONObject) -> String? {
+        message["notification"]?.objectValue?["image"]?.stringValue
+    }
+
+    /// The request around an enriched APNs payload: the media URLs pointed at the copies when
+    /// `rewrite` (a public base URL is set).
+    func request(around enriched: JSONObject, androidURL: String?, rewrite: Bool) -> [UInt8] {
+        var payload = enriched
+        let iosImage = payload["fcm_options"]?.objectValue?["image"]?.stringValue
+        if addedFCMOptions { payload["fcm_options"] = nil }
+        var value = JSONValue.object(root)
+        value.replace(at: [.key("message"), .key("apns"), .key("payload")][...], with: .object(payload))
+        if rewrite, let iosImage {
+            value.replace(at: [.key("message"), .key("apns"), .key("fcm_options"), .key("image")][...], with: .string(iosImage))
+            value.replace(at: [.key("message"), .key("notification"), .key("image")][...], with: .string(iosImage))
+        }
+        if rewrite, wantsAndroidImage, let androidURL, case .object(var message)? = value[path: [.key("message")]] {
+            var android = message["android"]?.objectValue ?? JSONObject()
+            var notification = android["notification"]?.objectValue ?? JSONObject()
+            notification["image"] = .string(androidURL)
+            android["notification"] = .object(notification)
+            message["android"] = .object(android)
+            value.replace(at: [.key("message")][...], with: .object(message))
+        }
+        return JSONWriter.bytes(value)
+    }
+}
+
+extension Enrichment {
+    /// An FCM send request through the runtime: its APNs payload enriched, the request rebuilt
+    /// around it; nil when `bytes` is not one.
+    func enrichFCMRequest(_ bytes: [UInt8], identifier: String, runtime: ExtensionRuntime,
+                          logger: Logger) async throws(PayloadError) -> Emission? {
+        guard let root = try? Payload(bytes: bytes).root, let request = FCMSendRequest(root) else { return nil }
+        var runtime = runtime
+        runtime.configuration.maxPayloadBytes = min(runtime.configuration.maxPayloadBytes, PayloadBudget.apns - FCMSendRequest.deliveryReserve)
+        let inner = JSONWriter.bytes(.object(request.apnsPayload))
+        let services = self.services
+        let emission = try await runtime.process(inner, identifier: identifier, logger: logger) {
+            services.makeExtension(androidCopy: request.wantsAndroidImage)
+        }
+        guard emission.outcome == .enriched || emission.outcome == .partial, let enriched = try? Payload(bytes: emission.bytes).root else {
+            var original = emission
+            original.bytes = bytes
+            original.report.payloadBytes = bytes.count
+            return original
+        }
+        let androidURL = emission.report.attachments.lazy.compactMap(\.androidURL).first
+        var out = emission
+        out.bytes = request.request(around: enriched, androidURL: androidURL, rewrite: services.configuration.rewriteSourceURLs)
+        out.report.payloadBytes = out.bytes.count
+        return out
+    }
+}
