@@ -148,7 +148,7 @@ public struct DialectReader: Sendable {
         return out
     }
 
-    // Braze (braze-swift-sdk, BrazeKit push notification service): `ab.att` {url, type}; `type`
+    // Braze (braze-swift-sdk, its notification service extension support): `ab.att` {url, type}; `type`
     // is the extension of the file the SDK saves and without it the SDK attaches nothing.
     private func braze(_ root: JSONObject) -> [MediaRequest] {
         let path: [JSONPathComponent] = [.key("ab"), .key("att")]
@@ -168,7 +168,7 @@ public struct DialectReader: Sendable {
                              typeHint: TypeHintField(path: [.key("ct_mediaType")], form: .cleverTapKind, addWhenMissing: true))]
     }
 
-    // Customer.io (customerio-ios, RichPushRequestHandler): `CIO.push.image`, and the SDK handles
+    // Customer.io (customerio-ios, its rich push handling): `CIO.push.image`, and the SDK handles
     // the push only when it carries `CIO-Delivery-ID` and `CIO-Delivery-Token`: without them the
     // payload is not a Customer.io one and its image is not read.
     private func customerIO(_ root: JSONObject) -> [MediaRequest] {
