@@ -61,6 +61,22 @@ import Testing
         #expect((report.format, report.convertedFrom) == ("heic", "heic"))
     }
 
+    /// Every converted kind through `enrich`: a JPEG, PNG or GIF with a thumbnail and a
+    /// placeholder, inside the APNs budget.
+    @Test(arguments: [("photo.jxl", "public.jpeg"), ("photo.avif", "public.jpeg"), ("alpha.webp", "public.png"),
+                      ("alpha.heic", "public.png"), ("animated.avif", "com.compuserve.gif")])
+    func everyConvertedKindIsAttached(_ name: String, _ type: String) async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/\#(name)"}"#))
+        #expect(emission.outcome == .enriched)
+        #expect(emission.bytes.count <= 4096)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == type)
+        #expect(entry["thumbnail"] != nil && entry["thumbhash"] != nil)
+        #expect(entry["converted-from"]?.stringValue == name.split(separator: ".").last.map(String.init))
+    }
+
     /// Over the 4 KB budget, the placeholder hash is the first thing left out.
     @Test func thePlaceholderIsDroppedFirst() throws {
         let entry = AttachmentEntry(id: "a", url: "https://media.example/a.jpg", type: "public.jpeg", bytes: 1000, width: 10, height: 10,
