@@ -45,7 +45,7 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Most attachments per payload [ATTACHE_MAX_ATTACHMENTS, default 4].")
     var maxAttachments: Int?
 
-    @Option(name: .customLong("media-key"), help: "A key read as a generic media URL, after the default ones: a top-level name, or a JSON Pointer (/data/image/0/url) for a nested one; repeatable [ATTACHE_MEDIA_KEYS].")
+    @Option(name: .customLong("media-key"), help: "A key read as a generic media URL, after the default ones: a top-level name, or a JSON Pointer (/data/image/0/url) for a nested one; KEY=TYPEKEY also names the field that tells its SDK the media's type, rewritten with the URL; repeatable [ATTACHE_MEDIA_KEYS].")
     var mediaKeys: [String] = []
 
     @Flag(name: .customLong("no-default-media-keys"), help: "Read only the --media-key keys, not the default generic ones (imageUrl, image_url, image-url, mediaUrl, media_url, media-url, attachmentUrl, attachment-url) [ATTACHE_NO_DEFAULT_MEDIA_KEYS].")
@@ -102,7 +102,7 @@ public struct EnrichOptionGroup: ParsableArguments {
         let keys = settings.list(mediaKeys, "ATTACHE_MEDIA_KEYS")
         let defaults = try settings.flag(noDefaultMediaKeys, "ATTACHE_NO_DEFAULT_MEDIA_KEYS") ? [] : options.genericKeys
         options.genericKeys = defaults + keys.filter { !defaults.contains($0) }
-        if let bad = options.genericKeys.first(where: { $0.hasPrefix("/") && JSONPointer($0) == nil }) {
+        if let bad = DialectReader.namedKeys(in: options.genericKeys).first(where: { $0.hasPrefix("/") && JSONPointer($0) == nil }) {
             throw ValidationError("--media-key \"\(bad)\" is not a JSON Pointer (RFC 6901: /a/b/0, with ~0 for ~ and ~1 for /)")
         }
         options.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: options.posterMode)

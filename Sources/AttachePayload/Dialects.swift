@@ -45,11 +45,12 @@ public struct DialectReader: Sendable {
         found += single(value, [.key("_mediaUrl")], dialect: .salesforce)
         // Adobe Journey Optimizer (aepsdk-messaging-ios, its notification service and tests): `adb_media`.
         found += single(value, [.key("adb_media")], dialect: .adobe)
-        for key in genericKeys {
-            let path = key.hasPrefix("/") ? JSONPointer(key)?.path(in: value) : [.key(key)]
-            if let path, let url = value[path: path]?.stringValue.flatMap(Self.url) {
-                found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path]))
-            }
+        for entry in genericKeys {
+            let (key, typeKey) = Self.splitGenericKey(entry)
+            guard let path = Self.path(key, in: value), let url = value[path: path]?.stringValue.flatMap(Self.url) else { continue }
+            let typePath = typeKey.flatMap { Self.path($0, in: value) }
+            found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path],
+                                      typeHint: typePath.map { TypeHintField(path: $0, form: .asWritten) }))
         }
         var merged: [MediaRequest] = []
         for request in found {
@@ -69,6 +70,26 @@ public struct DialectReader: Sendable {
         "CIO", "CIO-Delivery-ID", "CIO-Delivery-Token", "body", "rich-media", "rich-media-type", "attachment", "com.batch",
         "mp", "mp_media_url", "notifee_options", "_mediaUrl", "adb_media",
     ]
+
+    /// Every key (and type key) generic entries name, in order.
+    public static func namedKeys(in entries: [String]) -> [String] {
+        entries.flatMap { entry -> [String] in
+            let (key, typeKey) = splitGenericKey(entry)
+            return [key] + (typeKey.map { [$0] } ?? [])
+        }
+    }
+
+    /// `KEY` or `KEY=TYPEKEY`: a generic media key and the key of its type field, if any.
+    static func splitGenericKey(_ entry: String) -> (key: String, typeKey: String?) {
+        guard let equals = entry.firstIndex(of: "=") else { return (entry, nil) }
+        let type = String(entry[entry.index(after: equals)...])
+        return (String(entry[..<equals]), type.isEmpty ? nil : type)
+    }
+
+    /// A top-level name, or where a JSON Pointer leads in `value`.
+    static func path(_ key: String, in value: JSONValue) -> [JSONPathComponent]? {
+        key.hasPrefix("/") ? JSONPointer(key)?.path(in: value) : [.key(key)]
+    }
 
     /// A usable URL string: trimmed, non-empty. Whether it may be fetched is the fetcher's call.
     static func url(_ text: String) -> String? {

@@ -42,7 +42,7 @@ extension Payload {
 extension DialectReader {
     /// The top-level keys the dialects read (a generic JSON Pointer's first step among them).
     var topLevelKeys: Set<String> {
-        Set(Self.vendorTopLevelKeys + genericKeys.map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
+        Set(Self.vendorTopLevelKeys + Self.namedKeys(in: genericKeys).map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
     }
 
     /// A repeated key where a dialect reads: among its top-level keys, or anywhere inside one.

@@ -11,6 +11,9 @@ public struct TypeHintField: Sendable, Equatable {
         /// A uniform type identifier (`public.jpeg`), or a MIME type (`image/jpeg`) where the payload
         /// used one (Batch `at.t`, Notifee `typeHint`).
         case typeIdentifier
+        /// Whatever form the payload's value has: a MIME type, a UTI, else a file extension (the
+        /// companion type key of a `--media-key`, for an SDK Attache does not know).
+        case asWritten
     }
 
     public var path: [JSONPathComponent]
@@ -46,6 +49,10 @@ public struct TypeHintField: Sendable, Equatable {
         case .fileExtension: return media.fileExtension
         case .cleverTapKind: return media.uti == "com.compuserve.gif" ? "gif" : media.kind
         case .typeIdentifier: return existing?.contains("/") == true ? media.mime : media.uti
+        case .asWritten:
+            guard let existing else { return media.fileExtension }
+            if existing.contains("/") { return media.mime }
+            return existing.contains(".") ? media.uti : media.fileExtension
         }
     }
 

@@ -146,6 +146,21 @@ import Testing
         #expect(try requests("{\(all)}").map(\.id) == Array(DialectReader.defaultGenericKeys.prefix(4)))
     }
 
+    /// `KEY=TYPEKEY` names a companion type field, rewritten in the form it was written in.
+    @Test func genericKeysCanNameATypeField() throws {
+        let reader = DialectReader(genericKeys: ["/d/img=/d/kind", "pic=pic_type"])
+        let root = try Payload(bytes: Array(#"{"d":{"img":"https://x/a.webp","kind":"image/webp"},"pic":"https://x/b.heic"}"#.utf8)).root
+        let found = reader.requests(in: root)
+        #expect(found.map(\.id) == ["/d/img", "pic"])
+        #expect(found[0].typeHint == TypeHintField(path: [.key("d"), .key("kind")], form: .asWritten))
+        #expect(found[1].typeHint?.path == [.key("pic_type")])
+        let jpeg = TypeHintField.Media(kind: "image", fileExtension: "jpg", uti: "public.jpeg", mime: "image/jpeg")
+        let field = TypeHintField(path: [], form: .asWritten)
+        #expect([field.value(for: jpeg, replacing: "image/webp"), field.value(for: jpeg, replacing: "public.heic"),
+                 field.value(for: jpeg, replacing: "webp")] == ["image/jpeg", "public.jpeg", "jpg"])
+        #expect(reader.topLevelKeys.isSuperset(of: ["d", "pic", "pic_type"]))
+    }
+
     /// A JSON Pointer reaches a nested URL (and is where the rewrite goes); escapes as RFC 6901.
     @Test func jsonPointersReachNestedKeys() throws {
         let reader = DialectReader(genericKeys: ["/data/media/1/url", "/a~1b/c~0d"])
