@@ -21,7 +21,10 @@ import Testing
     ], [Isolation.inProcess, .process])
     func everyDialectIsEnriched(_ sample: (name: String, types: [String]), _ isolation: Isolation) async throws {
         let (name, types) = sample
-        let (h, e) = try Harness.started { $0.isolation = isolation }
+        let (h, e) = try Harness.started {
+            $0.isolation = isolation
+            $0.decoders.helpers = 1  // one helper per case: 23 samples, each its own enrichment
+        }
         defer { h.stop(e) }
         let input = h.sample(name)
         let emission = try await e.enrich(input)
