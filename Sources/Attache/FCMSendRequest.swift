@@ -48,6 +48,17 @@ struct FCMSendRequest {
             && JSONValue.object(message)[path: [.key("android"), .key("notification"), .key("image")]] == nil
     }
 
+    /// Whether `bytes` could be a send request, from its first key alone (`message` or
+    /// `validate_only`, its only keys): every payload passes through here, and an APNs payload
+    /// must not be parsed twice to find it is not one.
+    static func mightBe(_ bytes: [UInt8]) -> Bool {
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+        guard let open = bytes.firstIndex(where: { !isSpace($0) }), bytes[open] == UInt8(ascii: "{"),
+              let key = bytes[(open + 1)...].firstIndex(where: { !isSpace($0) }) else { return false }
+        let rest = bytes[key...]
+        return rest.starts(with: #""message""#.utf8) || rest.starts(with: #""validate_only""#.utf8)
+    }
+
     private static func notificationImage(_ message: JSONObject) -> String? {
         message["notification"]?.objectValue?["image"]?.stringValue
     }
@@ -81,7 +92,9 @@ extension Enrichment {
     /// around it; nil when `bytes` is not one.
     func enrichFCMRequest(_ bytes: [UInt8], identifier: String, runtime: ExtensionRuntime,
                           logger: Logger) async throws(PayloadError) -> Emission? {
-        guard let root = try? Payload(bytes: bytes).root, let request = FCMSendRequest(root) else { return nil }
+        guard FCMSendRequest.mightBe(bytes), let root = try? Payload(bytes: bytes).root, let request = FCMSendRequest(root) else {
+            return nil
+        }
         var runtime = runtime
         runtime.configuration.maxPayloadBytes = min(runtime.configuration.maxPayloadBytes, PayloadBudget.apns - FCMSendRequest.deliveryReserve)
         let inner = JSONWriter.bytes(.object(request.apnsPayload))

@@ -52,19 +52,19 @@ attache_status attache_webp_info(const uint8_t *data, size_t length, attache_dec
     return ATTACHE_OK;
 }
 
-static attache_status decode_still(const uint8_t *data, size_t length, int has_alpha, attache_decode_options *options, attache_image *out) {
+static attache_status decode_still(const uint8_t *data, size_t length, const attache_image_info *info, attache_decode_options *options,
+                                   attache_image *out) {
+    const int has_alpha = info->has_alpha;
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config)) return attache_fail(options, ATTACHE_ERR_UNSUPPORTED, "libwebp version mismatch");
     config.output.colorspace = has_alpha ? MODE_rgbA : MODE_RGB;  // premultiplied, as the pipeline keeps it
     // Shrinking: libwebp's own rescaler (area-averaging) works row by row as it decodes, so the full
     // image is never converted to RGB or held (as vipsthumbnail does too).
-    int width = 0, height = 0;
-    WebPGetInfo(data, length, &width, &height);
     int shrink = options->shrink > 1 ? options->shrink : 1;
-    if (shrink > 1 && width > 0 && height > 0) {
+    if (shrink > 1) {
         config.options.use_scaling = 1;
-        config.options.scaled_width = (width + shrink - 1) / shrink;
-        config.options.scaled_height = (height + shrink - 1) / shrink;
+        config.options.scaled_width = (info->width + shrink - 1) / shrink;
+        config.options.scaled_height = (info->height + shrink - 1) / shrink;
     }
     WebPIDecoder *decoder = WebPIDecode(NULL, 0, &config);
     if (!decoder) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
@@ -173,5 +173,5 @@ attache_status attache_webp_decode(const uint8_t *data, size_t length, attache_d
         return status;
     }
     keep_icc(data, length, options);
-    return decode_still(data, length, info.has_alpha, options, out);
+    return decode_still(data, length, &info, options, out);
 }

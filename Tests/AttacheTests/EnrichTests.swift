@@ -210,10 +210,8 @@ import Testing
     }
 
     @Test func publicBaseURLRewritesTheDialectsOwnField() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
-        defer { e.shutdown() }
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
         let out = try json(try await e.enrich(h.sample("fcm.json")).bytes)
         let image = try #require(out["fcm_options"]?.objectValue?["image"]?.stringValue)
         #expect(image.hasPrefix("https://cdn.example.com/m/"))
@@ -237,10 +235,8 @@ import Testing
          [.key("ct_mediaType")], "image", ".png"),
     ])
     func typeHintsFollowTheRewrittenURL(_ payload: String, _ path: [JSONPathComponent], _ type: String, _ suffix: String) async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
-        defer { e.shutdown() }
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
         let emission = try await e.enrich(h.payload(payload))
         #expect(emission.outcome == .enriched)
         let out = JSONValue.object(try json(emission.bytes))
@@ -257,10 +253,8 @@ import Testing
         ("notifee.json", [.key("notifee_options"), .key("ios"), .key("attachments"), .index(0), .key("typeHint")], "public.jpeg"),
     ])
     func vendorTypeFieldsFollowTheCopy(_ name: String, _ path: [JSONPathComponent], _ type: String) async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
-        defer { e.shutdown() }
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
         let out = JSONValue.object(try json(try await e.enrich(h.sample(name)).bytes))
         #expect(out[path: path]?.stringValue == type)
     }
@@ -268,10 +262,8 @@ import Testing
     /// Where an SDK attaches nothing without a type (Braze, CleverTap) or assumes a wrong one
     /// (Klaviyo's jpeg), the field is added with the URL rewrite; a MIME type stays a MIME type.
     @Test func missingTypeFieldsAreAddedAndFormsKept() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
-        defer { e.shutdown() }
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
         let braze = JSONValue.object(try json(try await e.enrich(h.payload(
             #"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/animated.gif"}}}"#)).bytes))
         #expect(braze[path: [.key("ab"), .key("att"), .key("type")]]?.stringValue == "gif")
@@ -292,10 +284,8 @@ import Testing
     /// pointed at the validated copy, an Android copy (a JPEG within 1 MB, at most 1350 px, not
     /// cropped) added; every other field as it came.
     @Test func anFCMSendRequestIsEnrichedForBothPlatforms() async throws {
-        let h = try Harness()
-        defer { h.stop() }
-        let e = try h.enrichment { $0.publicBaseURL = "https://cdn.example.com/m/" }
-        defer { e.shutdown() }
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
         let input = h.sample("fcm-v1.json")
         let emission = try await e.enrich(input)
         #expect(emission.outcome == .enriched)

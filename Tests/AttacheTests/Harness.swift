@@ -54,6 +54,13 @@ struct Harness {
         return (h, try h.enrichment(tweak))
     }
 
+    /// The same, media named under a public base URL (the dialects' own fields are rewritten).
+    static func startedWithPublicURLs() throws -> (Harness, Enrichment) {
+        try started { $0.publicBaseURL = publicBase }
+    }
+
+    static let publicBase = "https://cdn.example.com/m/"
+
     /// Enriches `input` on a fresh harness and checks that the original came back, byte for byte,
     /// with `reason`; the harness is stopped on return, its origin's statistics still readable.
     @discardableResult

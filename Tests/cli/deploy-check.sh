@@ -37,7 +37,8 @@ bin_dir=${DEPLOY_BIN_DIR:-.build/debug}
 for product in $(sed -n 's/^PRODUCTS := //p' Makefile); do
   [ -x "$bin_dir/$product" ] || continue
   needed=$(readelf -d "$bin_dir/$product" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-  for lib in $(for name in $needed; do ldd "$bin_dir/$product" | awk -v n="$name" '$1 == n && $3 ~ /^\// { print $3 }'; done); do
+  resolved=$(ldd "$bin_dir/$product")
+  for lib in $(for name in $needed; do awk -v n="$name" '$1 == n && $3 ~ /^\// { print $3 }' <<< "$resolved"; done); do
     package=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)
     [ -z "$package" ] && package=$(dpkg -S "$lib" 2>/dev/null | head -1 | cut -d: -f1)
     [ -z "$package" ] && continue
