@@ -65,7 +65,7 @@ let package = Package(
         ),
         // The decoder helper's sandbox: rlimits, no new privileges, a libseccomp filter.
         .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
-        // Starting that helper with nothing of the service's but its socket.
+        // Starting that helper with nothing of the service's but its socket, and handing it files.
         .target(name: "CSpawn"),
         // Probe and poster frames on FFmpeg; its macros stay in here.
         .target(
@@ -81,7 +81,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AttacheSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
+        .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "CSpawn", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", dependencies: ["AttacheSupport", "AttacheFetch"], swiftSettings: strict),
         // Decoding in sandboxed helper processes: the pool that starts, feeds and replaces them.
         .target(

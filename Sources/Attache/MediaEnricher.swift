@@ -318,7 +318,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let storeOffset = since()
         let store = services.store
         let ext = rendered.format.fileExtension
-        let sha256 = try rendered.original?.sha256 ?? SHA256.hex(rendered.main)
+        // A body stored as it came is hashed here, off the cooperative pool, and only then.
+        let sha256 = try await services.pool.run { _ in try rendered.original?.sha256() ?? SHA256.hex(rendered.main) }
         let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
         var thumbnail: StoredMedia?
         if let image = rendered.thumbnail {
@@ -350,14 +351,21 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var android: RenderedImage?
     }
 
-    /// The body's bytes (read from its file when it spilled), and the report's kind and format,
-    /// as sniffed, before any decoding.
-    private func load(_ fetched: FetchResult, format: MediaFormat, index: Int) async throws -> [UInt8] {
+    /// The body where it is (its file mapped when it spilled: decoded in place, or handed to a
+    /// helper by descriptor), and the report's kind and format, as sniffed, before any decoding.
+    private func load(_ fetched: FetchResult, format: MediaFormat, index: Int) async throws -> MappedBytes {
         update(index) { r in
             r.kind = format.kind.rawValue
             r.format = format.rawValue
         }
-        return try await services.pool.run { _ in try fetched.body.readAll() }
+        return try await services.pool.run { _ in try fetched.body.body }
+    }
+
+    /// The body as an array, when it is stored as it came (the stores take its file when they
+    /// can, but fall back to the bytes); a spilled body is read from its file for it.
+    private func original(_ bytes: MappedBytes) async throws -> [UInt8] {
+        guard case .file = bytes else { return bytes.array }
+        return try await services.pool.run { _ in bytes.array }
     }
 
     /// The configured renditions, with this media's clipping rect.
@@ -390,7 +398,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                             height: display.height, frames: display.frames > 1 ? display.frames : nil, thumbnail: rendition.thumbnail,
                             thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom, android: rendition.android)
         }
-        return Rendered(main: bytes, original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
+        return Rendered(main: try await original(bytes), original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
                         height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,
                         thumbnail: rendition.thumbnail, thumbhash: rendition.thumbhash, android: rendition.android)
     }
@@ -408,7 +416,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.renderStart = offset
             r.timings.render = start.duration(to: .now).milliseconds
         }
-        return Rendered(main: bytes, original: fetched.body, format: facts.format, uti: facts.uti,
+        return Rendered(main: try await original(bytes), original: fetched.body, format: facts.format, uti: facts.uti,
                         width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,
                         duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
     }

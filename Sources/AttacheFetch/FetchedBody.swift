@@ -1,4 +1,5 @@
 import AttacheSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -15,8 +16,8 @@ public final class FetchedBody: @unchecked Sendable {
     public private(set) var count: Int = 0
     private let threshold: Int
     private let directory: String
-    /// Nil only if libcrypto could not make a context: the store then hashes the bytes itself.
-    private let hasher = try? SHA256()
+    /// The SHA-256, once asked for.
+    private let digest = Mutex<String?>(nil)
 
     init(threshold: Int, directory: String) {
         self.threshold = threshold
@@ -28,25 +29,48 @@ public final class FetchedBody: @unchecked Sendable {
         memory = bytes
         count = bytes.count
         prefix = Array(bytes.prefix(512))
-        hasher?.update(bytes)
     }
 
-    /// SHA-256 of the whole body, hex, computed as the bytes arrived (read once the transfer is
-    /// done); nil when it could not be.
-    public var sha256: String? { try? hasher?.hex }
+    /// SHA-256 of the whole body, hex, once the transfer is done: computed when first asked for
+    /// (from memory, or the file mapped), as only a body stored as it came needs one. Hashing as
+    /// the bytes arrived cost every 9 MP JPEG 5 ms of a service's CPU for a name that its display
+    /// copy, not the body, is stored under. Blocks: call it off the cooperative pool.
+    public func sha256() throws -> String {
+        try digest.withLock { digest in
+            if let digest { return digest }
+            let made = try body.withUnsafeBytes { bytes in
+                let hasher = try SHA256()
+                hasher.update(bytes)
+                return try hasher.hex
+            }
+            digest = made
+            return made
+        }
+    }
 
-    /// Reserves memory for a body whose length the server declared, when it will stay in memory,
-    /// so it is not copied again and again as it grows.
+    /// Prepares for a body whose length the server declared: memory reserved when it will stay
+    /// in memory, so it is not copied again and again as it grows; the temp file at once when it
+    /// will not, so the part under the threshold is not gathered in memory first.
     func expect(_ length: Int) {
-        if fd < 0 && length > memory.count && length <= threshold { memory.reserveCapacity(length) }
+        guard fd < 0 && path == nil else { return }
+        if length <= threshold {
+            if length > memory.count { memory.reserveCapacity(length) }
+        } else if openTempFile() {
+            let ok = memory.withUnsafeBytes { writeAll(fd: fd, $0) }
+            memory = []
+            if !ok { failed = true }
+        }
     }
+
+    /// A write to the temp file failed (when `expect` opened it): the next append reports it.
+    private var failed = false
 
     /// Appends received bytes; returns false when the temp file cannot be written.
     func append(_ pointer: UnsafeRawBufferPointer) -> Bool {
+        if failed { return false }
         if prefix.count < 512 { prefix.append(contentsOf: pointer.prefix(512 - prefix.count)) }
         count += pointer.count
-        hasher?.update(pointer)
-        if fd < 0 && memory.count + pointer.count <= threshold {
+        if fd < 0 && path == nil && memory.count + pointer.count <= threshold {
             memory.append(contentsOf: pointer)
             return true
         }
@@ -80,6 +104,18 @@ public final class FetchedBody: @unchecked Sendable {
         guard let bytes = try? readFile(path) else { throw FetchError(.fetchFailed, "temp file vanished") }
         guard bytes.count == count else { throw FetchError(.fetchFailed, "temp file shorter than received") }
         return bytes
+    }
+
+    /// The body where it is, once the transfer is done: the bytes in memory, or the temp file
+    /// mapped (never read into memory: a decoder reads it in place, a helper is handed the file).
+    public var body: MappedBytes {
+        get throws {
+            guard let path else { return .memory(memory) }
+            let file: InputFile
+            do { file = try InputFile(path) } catch { throw FetchError(.fetchFailed, "temp file vanished") }
+            guard file.count == count else { throw FetchError(.fetchFailed, "temp file shorter than received") }
+            return .file(file)
+        }
     }
 
     deinit {

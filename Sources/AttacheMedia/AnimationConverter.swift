@@ -33,8 +33,7 @@ struct AnimationConverter {
             }
             if edge < Self.smallestEdge { break }
         }
-        let target = max(options.displaySize, pipeline.thumbnailTarget(options), options.androidSize ?? 0)
-        let plan = pipeline.plan(header, target: min(target, max(header.width, header.height)))
+        let plan = pipeline.plan(header, options: options, edge: options.displaySize)
         let first = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
         let still = try pipeline.encode(pipeline.sized(first, clip: nil, edge: options.displaySize, orientation: header.orientation),
                                         quality: options.jpegQuality)
@@ -50,8 +49,7 @@ struct AnimationConverter {
     /// Every `step`-th frame, fitted to `edge`, each shown for its own time and that of the frames
     /// skipped after it.
     private func animate(_ bytes: UnsafeRawBufferPointer, edge: Int, step: Int, budget: Int) throws -> Attempt {
-        let target = max(edge, pipeline.thumbnailTarget(options), options.androidSize ?? 0)
-        let plan = pipeline.plan(header, target: min(target, max(header.width, header.height)))
+        let plan = pipeline.plan(header, options: options, edge: edge)
         let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
         var writer: ImageCodecs.GIFWriter?
         var first: Pixels?

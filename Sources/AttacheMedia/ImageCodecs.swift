@@ -58,8 +58,12 @@ final class Pixels {
 
 /// How a decode is to be done: the reductions applied while rows stream out of the decoder.
 struct DecodePlan {
-    var jpegScaleDenominator = 1
+    /// JPEG: the IDCT makes the image n/8 of its size (8: full size).
+    var jpegScaleEighths = 8
     var boxShrink = 1
+
+    /// A JPEG edge of `edge` pixels as libjpeg scales it (rounded up).
+    func jpegScaled(_ edge: Int, eighths: Int? = nil) -> Int { (edge * (eighths ?? jpegScaleEighths) + 7) / 8 }
 }
 
 enum ImageCodecs {
@@ -81,7 +85,7 @@ enum ImageCodecs {
     /// The options every decoder takes; `abort` must outlive their use (the C code holds it unretained).
     private static func decodeOptions(plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) -> attache_decode_options {
         var options = attache_decode_options()
-        options.scale_denom = Int32(plan.jpegScaleDenominator)
+        options.scale_eighths = Int32(plan.jpegScaleEighths)
         options.shrink = Int32(plan.boxShrink)
         options.max_pixels = UInt64(limits.maxPixels)
         options.max_memory = limits.maxDecoderMemory

@@ -106,7 +106,7 @@ public struct ImagePipeline: Sendable {
         if header.coefficientBytes > 0 && header.coefficientBytes + working > limits.maxDecoderMemory {
             throw MediaError(.limitsExceeded, "progressive \(header.width)x\(header.height) JPEG needs \(header.coefficientBytes >> 20) MiB of coefficients (limit \(limits.maxDecoderMemory >> 20) MiB)")
         }
-        let decoded = decodedPixels(header, plan: plan(header, target: 1))
+        let decoded = decodedPixels(header, plan: plan(header, need: 1, boxTarget: 1))
         if decoded > limits.maxPixels {
             throw MediaError(.limitsExceeded, "\(header.width)x\(header.height) is over the \(limits.maxPixels)-pixel decode budget")
         }
@@ -117,26 +117,37 @@ public struct ImagePipeline: Sendable {
     /// JPEG (which keeps every coefficient of the image) and other formats at full size.
     func decodedPixels(_ header: ImageHeader, plan: DecodePlan) -> Int {
         if header.format == .jpeg && !header.progressive {
-            let d = plan.jpegScaleDenominator
-            return ((header.width + d - 1) / d) * ((header.height + d - 1) / d)
+            return plan.jpegScaled(header.width) * plan.jpegScaled(header.height)
         }
         return header.width * header.height
     }
 
-    /// The largest reductions that keep the longest edge at or above `target`.
-    func plan(_ header: ImageHeader, target: Int) -> DecodePlan {
+    /// The reductions made while decoding: a JPEG's IDCT to the smallest n/8 whose longest edge
+    /// is still at least `need` (a scaled IDCT is a proper reduction, as libvips' and Pillow's
+    /// shrink-on-load are: decoding 3/8 of a 3840 px photo for a 1080 px copy does a third of
+    /// the IDCT and colour work of 1/2, for the same entropy decoding), then the largest integer
+    /// box shrink that keeps at least `boxTarget` (a box average is coarser than the resample
+    /// after it, so it leaves twice the thumbnail).
+    func plan(_ header: ImageHeader, need: Int, boxTarget: Int) -> DecodePlan {
         var plan = DecodePlan()
         var edge = max(header.width, header.height)
         if header.format == .jpeg {
-            for d in [8, 4, 2] where (edge + d - 1) / d >= target {
-                plan.jpegScaleDenominator = d
-                break
-            }
-            edge = (edge + plan.jpegScaleDenominator - 1) / plan.jpegScaleDenominator
+            plan.jpegScaleEighths = (1...8).first { plan.jpegScaled(edge, eighths: $0) >= need } ?? 8
+            edge = plan.jpegScaled(edge)
         }
-        plan.boxShrink = max(1, edge / max(1, target))
+        let target = max(1, boxTarget)
+        plan.boxShrink = max(1, edge / target)
         while plan.boxShrink > 1 && (edge + plan.boxShrink - 1) / plan.boxShrink < target { plan.boxShrink -= 1 }
         return plan
+    }
+
+    /// The plan for a rendition of `edge` pixels (0: none) with the thumbnail and Android copy
+    /// `options` ask for, never larger than the source.
+    func plan(_ header: ImageHeader, options: RenderOptions, edge: Int) -> DecodePlan {
+        let longest = max(header.width, header.height)
+        let android = options.androidSize ?? 0
+        return plan(header, need: min(longest, max(edge, thumbnailNeed(options), android)),
+                    boxTarget: min(longest, max(edge, thumbnailTarget(options), android)))
     }
 
     /// Decodes (validating the whole first frame, and every later frame of a GIF), then makes the thumbnail and, when the source
@@ -155,26 +166,37 @@ public struct ImagePipeline: Sendable {
             return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
         }
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
-        let target = max(needsDisplay ? max(options.displaySize, thumbnailTarget(options)) : thumbnailTarget(options), options.androidSize ?? 0)
-        let plan = plan(header, target: min(target, longest))
+        let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)
         let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)
 
         var display: RenderedImage?
+        var thumbnailSource = decoded
         if needsDisplay {
-            display = try encode(sized(decoded, clip: nil, edge: options.displaySize, orientation: header.orientation), quality: options.jpegQuality)
+            let scaled = try scaled(decoded, clip: nil, edge: options.displaySize)
+            display = try encode(ImageCodecs.orient(scaled, orientation: header.orientation), quality: options.jpegQuality)
+            // The thumbnail from the display copy's pixels when they are enough for it: a third
+            // of the pixels to resample.
+            if max(scaled.width, scaled.height) >= thumbnailTarget(options) { thumbnailSource = scaled }
         }
-        return try finish(header: header, firstFrame: decoded, display: display, options: options)
+        return try finish(header: header, firstFrame: decoded, thumbnailSource: thumbnailSource, display: display, options: options)
     }
 
-    /// Decode to twice the thumbnail (over the clipped share): enough for a sharp resample.
-    func thumbnailTarget(_ options: RenderOptions) -> Int {
+    /// The thumbnail's longest edge over the clipped share of the source: what the source must
+    /// have at least.
+    func thumbnailNeed(_ options: RenderOptions, times factor: Int = 1) -> Int {
         let clipShare = options.clip?.clamped.map { min($0.width, $0.height) } ?? 1
-        return Int((Double(options.thumbnailSize * 2) / clipShare).rounded(.up))
+        return Int((Double(options.thumbnailSize * factor) / clipShare).rounded(.up))
     }
 
-    /// The thumbnail and its placeholder hash, from the decoded (first) frame.
-    func finish(header: ImageHeader, firstFrame: Pixels, display: RenderedImage?, options: RenderOptions) throws -> ImageRendition {
-        let thumbnail = try sized(firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: header.orientation)
+    /// Twice that: enough for a sharp resample.
+    func thumbnailTarget(_ options: RenderOptions) -> Int { thumbnailNeed(options, times: 2) }
+
+    /// The thumbnail and its placeholder hash, from the decoded (first) frame or pixels scaled
+    /// from it (as stored, not yet upright), and the Android copy from the decoded frame.
+    func finish(header: ImageHeader, firstFrame: Pixels, thumbnailSource: Pixels? = nil, display: RenderedImage?,
+                options: RenderOptions) throws -> ImageRendition {
+        let thumbnail = try sized(thumbnailSource ?? firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize,
+                                  orientation: header.orientation)
         return ImageRendition(header: header, thumbnail: try encode(thumbnail, quality: options.jpegQuality), display: display,
                               thumbhash: try placeholder(thumbnail), android: try options.androidSize.flatMap { try android(firstFrame, header: header, edge: $0) })
     }
@@ -211,10 +233,14 @@ public struct ImagePipeline: Sendable {
 
     /// Cropped to `clip`, scaled to fit `edge`, and turned upright.
     func sized(_ source: Pixels, clip: MediaOptions.ClipRect?, edge: Int, orientation: Int) throws -> Pixels {
+        try ImageCodecs.orient(scaled(source, clip: clip.map { storedRect($0, orientation: orientation) }, edge: edge),
+                               orientation: orientation)
+    }
+
+    /// Cropped to `clip` (in stored pixels' units) and scaled to fit `edge`, as stored.
+    func scaled(_ source: Pixels, clip: MediaOptions.ClipRect?, edge: Int) throws -> Pixels {
         var pixels = source
-        if let clip {
-            // The clipping rect is in the displayed (oriented) image's units; map it to stored pixels.
-            let r = storedRect(clip, orientation: orientation)
+        if let r = clip {
             let x = Int((r.x * Double(source.width)).rounded()), y = Int((r.y * Double(source.height)).rounded())
             let w = max(1, min(source.width - x, Int((r.width * Double(source.width)).rounded())))
             let h = max(1, min(source.height - y, Int((r.height * Double(source.height)).rounded())))
@@ -223,8 +249,7 @@ public struct ImagePipeline: Sendable {
         let scale = min(1, Double(edge) / Double(max(pixels.width, pixels.height)))
         let w = max(1, Int((Double(pixels.width) * scale).rounded()))
         let h = max(1, Int((Double(pixels.height) * scale).rounded()))
-        let sized = w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
-        return try ImageCodecs.orient(sized, orientation: orientation)
+        return w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
     }
 
     /// Maps a rect given on the upright image back onto the stored pixels for EXIF orientation 1–8.

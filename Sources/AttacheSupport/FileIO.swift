@@ -218,37 +218,47 @@ public func directoryEntries(_ path: String) throws -> [String] {
     return names
 }
 
-/// The bytes of a file the user named on the command line ("-": standard input). A regular file
-/// is mapped, not read: a decoder that needs the first frame of a 3 MB GIF then touches only the
-/// pages it reads, and nothing is copied or zero-filled first (2 ms of a 17 ms thumbnail). The
-/// caveat of any mapping: if another process shrinks the file meanwhile, reading past its new end
-/// faults (SIGBUS), so this is for the command line, never for data from the network.
+/// The bytes of a file the user named on the command line ("-": standard input), or of a
+/// download that spilled to the scratch space. A regular file is mapped, not read: a decoder that
+/// needs the first frame of a 3 MB GIF then touches only the pages it reads, and nothing is
+/// copied or zero-filled first (2 ms of a 17 ms thumbnail). The caveat of any mapping: if another
+/// process shrinks the file meanwhile, reading past its new end faults (SIGBUS), so this is for
+/// files that nothing else writes: the command line's, and this process's own scratch files.
 public final class InputFile: @unchecked Sendable {  // immutable after init
     private let mapping: UnsafeMutableRawPointer?
-    private let count: Int
+    public let count: Int
     private let copy: [UInt8]
+    /// The file's name, when it was opened by name (a decoder helper is handed it by descriptor).
+    public let path: String?
 
     public init(_ path: String) throws {
+        self.path = path == "-" ? nil : path
         if path == "-" {
             copy = try readAll(fd: STDIN_FILENO, name: "standard input")
             mapping = nil
             count = copy.count
             return
         }
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        (mapping, count, copy) = try Self.map(fd, name: path)
+    }
+
+    /// Maps a file this process was handed open (the descriptor stays the caller's to close).
+    public init(descriptor fd: Int32, name: String) throws {
+        path = nil
+        (mapping, count, copy) = try Self.map(fd, name: name)
+    }
+
+    private static func map(_ fd: Int32, name: String) throws -> (UnsafeMutableRawPointer?, Int, [UInt8]) {
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
            let mapped = mmap(nil, Int(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED {
-            mapping = mapped
-            count = Int(info.st_size)
-            copy = []
-        } else {
-            copy = try readAll(fd: fd, name: path)
-            mapping = nil
-            count = copy.count
+            return (mapped, Int(info.st_size), [])
         }
+        let copy = try readAll(fd: fd, name: name)
+        return (nil, copy.count, copy)
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -258,5 +268,33 @@ public final class InputFile: @unchecked Sendable {  // immutable after init
 
     deinit {
         if let mapping { munmap(mapping, count) }
+    }
+}
+
+/// Bytes to parse where they are: an array in memory, or a file mapped read-only (`InputFile`).
+public enum MappedBytes: Sendable {
+    case memory([UInt8])
+    case file(InputFile)
+
+    public var count: Int {
+        switch self {
+        case .memory(let bytes): bytes.count
+        case .file(let file): file.count
+        }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch self {
+        case .memory(let bytes): try bytes.withUnsafeBytes(body)
+        case .file(let file): try file.withUnsafeBytes(body)
+        }
+    }
+
+    /// The bytes as an array (a copy, for a file).
+    public var array: [UInt8] {
+        switch self {
+        case .memory(let bytes): bytes
+        case .file(let file): file.withUnsafeBytes { Array($0) }
+        }
     }
 }

@@ -115,8 +115,10 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
         }
     }
     cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
-    cinfo.scale_num = 1;
-    cinfo.scale_denom = options->scale_denom > 0 ? options->scale_denom : 1;
+    // libjpeg-turbo scales by any n/8 inside the IDCT: the entropy decoding is the same, the
+    // IDCT, colour conversion and everything after work on the smaller image.
+    cinfo.scale_num = options->scale_eighths > 0 && options->scale_eighths < 8 ? (unsigned)options->scale_eighths : 8;
+    cinfo.scale_denom = 8;
     cinfo.dct_method = JDCT_ISLOW;
     jpeg_calc_output_dimensions(&cinfo);
     if ((uint64_t)cinfo.output_width * cinfo.output_height > options->max_pixels) {

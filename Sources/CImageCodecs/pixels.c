@@ -59,25 +59,26 @@ static inline uint8_t clamp8(float v) {
 // multiply-add per channel. Each lane sums its taps in the same order as a per-channel loop would.
 typedef float float4 __attribute__((vector_size(16)));
 
-static inline __attribute__((always_inline)) void horizontal_pass(const attache_image *in, const contribution *h,
-                                                                  int width, float *tmp, float4 *row, const int c) {
-    for (int y = 0; y < in->height; y++) {
-        const uint8_t *src = in->pixels + (size_t)y * in->width * c;
-        for (int x = 0; x < in->width; x++) {
-            const uint8_t *p = src + (size_t)x * c;
-            row[x] = (float4){ p[0], c > 1 ? p[1] : 0, c > 2 ? p[2] : 0, c > 3 ? p[3] : 0 };
-        }
-        float *t = tmp + (size_t)y * width * c;
-        for (int x = 0; x < width; x++) {
-            const contribution *k = &h[x];
-            const float4 *p = row + k->start;
-            float4 acc = { 0, 0, 0, 0 };
-            for (int j = 0; j < k->count; j++) acc += p[j] * k->weights[j];
-            for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
-        }
+static inline __attribute__((always_inline)) void horizontal_row(const uint8_t *src, int in_width, const contribution *h,
+                                                                 int width, float *t, float4 *row, const int c) {
+    for (int x = 0; x < in_width; x++) {
+        const uint8_t *p = src + (size_t)x * c;
+        row[x] = (float4){ p[0], c > 1 ? p[1] : 0, c > 2 ? p[2] : 0, c > 3 ? p[3] : 0 };
+    }
+    for (int x = 0; x < width; x++) {
+        const contribution *k = &h[x];
+        const float4 *p = row + k->start;
+        float4 acc = { 0, 0, 0, 0 };
+        for (int j = 0; j < k->count; j++) acc += p[j] * k->weights[j];
+        for (int ch = 0; ch < c; ch++) t[x * c + ch] = acc[ch];
     }
 }
 
+// Separable: each source row is resampled horizontally once, into a ring of as many rows as the
+// widest vertical kernel needs, and each output row is summed from the ring. Output rows need
+// source rows in order, so a row is dropped only when no later output row can need it. The ring
+// stays in cache (a whole horizontally resampled image did not: 12 MB for a 1440x900 -> 1080x675
+// resample, written once and read six times) and the memory is a few rows, not an image.
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
     memset(out, 0, sizeof *out);
     const int c = in->channels;
@@ -86,28 +87,35 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
     float *hs = NULL, *vs = NULL;
     contribution *h = contributions(in->width, width, &hs);
     contribution *v = contributions(in->height, height, &vs);
+    int ring = 1;
+    if (v) for (int y = 0; y < height; y++) if (v[y].count > ring) ring = v[y].count;
     float4 *wide = malloc(sizeof(float4) * (size_t)in->width);
-    float *tmp = malloc(sizeof(float) * row * in->height);
+    float *rows = malloc(sizeof(float) * row * ring);
     float *acc = malloc(sizeof(float) * row);
     uint8_t *dst = malloc(row * height);
-    if (!h || !v || !wide || !tmp || !acc || !dst) {
-        free(h); free(hs); free(v); free(vs); free(wide); free(tmp); free(acc); free(dst);
+    if (!h || !v || !wide || !rows || !acc || !dst) {
+        free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
         return ATTACHE_ERR_NOMEM;
     }
-    // With the channel count a constant, the per-channel loops unroll.
-    switch (c) {
-        case 1: horizontal_pass(in, h, width, tmp, wide, 1); break;
-        case 2: horizontal_pass(in, h, width, tmp, wide, 2); break;
-        case 3: horizontal_pass(in, h, width, tmp, wide, 3); break;
-        default: horizontal_pass(in, h, width, tmp, wide, 4); break;
-    }
+    int next = 0;  // the next source row to resample horizontally
     for (int y = 0; y < height; y++) {
         const contribution *k = &v[y];
+        for (; next < k->start + k->count; next++) {
+            const uint8_t *src = in->pixels + (size_t)next * in->width * c;
+            float *t = rows + (size_t)(next % ring) * row;
+            // With the channel count a constant, the per-channel loops unroll.
+            switch (c) {
+                case 1: horizontal_row(src, in->width, h, width, t, wide, 1); break;
+                case 2: horizontal_row(src, in->width, h, width, t, wide, 2); break;
+                case 3: horizontal_row(src, in->width, h, width, t, wide, 3); break;
+                default: horizontal_row(src, in->width, h, width, t, wide, 4); break;
+            }
+        }
         uint8_t *d = dst + (size_t)y * row;
         // Tap by tap over whole rows: contiguous, so the compiler vectorises it.
         memset(acc, 0, sizeof(float) * row);
         for (int j = 0; j < k->count; j++) {
-            const float *src = tmp + (size_t)(k->start + j) * row;
+            const float *src = rows + (size_t)((k->start + j) % ring) * row;
             const float w = k->weights[j];
             for (size_t x = 0; x < row; x++) acc[x] += src[x] * w;
         }
@@ -119,7 +127,7 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
             }
         }
     }
-    free(h); free(hs); free(v); free(vs); free(wide); free(tmp); free(acc);
+    free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc);
     out->pixels = dst;
     out->width = width;
     out->height = height;

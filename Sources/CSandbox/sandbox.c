@@ -104,6 +104,10 @@ static int install_filter(char *message, size_t size) {
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
                                        SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    // A job's file comes as a descriptor on the job socket (descriptor 0), read-only: the helper
+    // maps it instead of receiving its bytes. Only that socket; a descriptor it brings can be
+    // read, mapped and closed like the others, never used to open anything.
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1, SCMP_A0(SCMP_CMP_EQ, 0));
     if (rc == 0) rc = seccomp_load(ctx);
     if (rc != 0) snprintf(message, size, "seccomp filter: %s", strerror(-rc));
     seccomp_release(ctx);
@@ -117,8 +121,16 @@ int attache_sandbox_enter(const attache_sandbox_limits *limits, char *message, s
         && set_limit(RLIMIT_CPU, limits->cpu_seconds, limits->cpu_seconds, "RLIMIT_CPU", message, size) != 0) return -1;
     if (set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", message, size) != 0) return -1;
     if (set_limit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE", message, size) != 0) return -1;
-    // No descriptor can be made; the ones held (the job channel, stderr) stay usable.
-    if (set_limit(RLIMIT_NOFILE, 0, 0, "RLIMIT_NOFILE", message, size) != 0) return -1;
+    // One descriptor at a time beyond the ones held (the job channel, stderr): the lowest free
+    // number, the one a job's file arrives as (the filter lets nothing else make one). A second
+    // would be over the limit.
+    int spare = dup(0);
+    if (spare < 0) {
+        snprintf(message, size, "dup: %s", strerror(errno));
+        return -1;
+    }
+    close(spare);
+    if (set_limit(RLIMIT_NOFILE, (rlim_t)spare + 1, (rlim_t)spare + 1, "RLIMIT_NOFILE", message, size) != 0) return -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         snprintf(message, size, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
         return -1;

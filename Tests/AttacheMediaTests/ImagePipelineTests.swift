@@ -183,13 +183,31 @@ import Testing
 
     @Test func plansReduceToAtLeastTheTarget() throws {
         let header = try pipeline.inspect(Fixtures.jpegHeader(width: 4000, height: 3000, progressive: false))
-        let plan = pipeline.plan(header, target: 640)
-        #expect(plan.jpegScaleDenominator == 4)  // 1000 px, and 1/8 would be 500 < 640
+        let plan = pipeline.plan(header, need: 640, boxTarget: 640)
+        #expect(plan.jpegScaleEighths == 2)  // 1000 px, and 1/8 would be 500 < 640
         #expect(plan.boxShrink == 1)
         let png = ImageHeader(format: .png, width: 6000, height: 4000, orientation: 1, progressive: false, frames: 1, hasAlpha: false)
-        let p = pipeline.plan(png, target: 640)
+        let p = pipeline.plan(png, need: 640, boxTarget: 640)
         #expect(p.boxShrink == 9)
         #expect((6000 + p.boxShrink - 1) / p.boxShrink >= 640)
+    }
+
+    /// A JPEG's IDCT scales to the smallest n/8 that still gives the largest rendition (the
+    /// display copy), not to twice the thumbnail; a thumbnail alone decodes to 1/8 when that is
+    /// at least the thumbnail.
+    @Test func aJPEGDecodesAtTheSmallestScaleItsRenditionsNeed() throws {
+        let header = try pipeline.inspect(Fixtures.jpegHeader(width: 3840, height: 2400, progressive: false))
+        let both = pipeline.plan(header, options: RenderOptions(), edge: 1080)
+        #expect(both.jpegScaleEighths == 3)  // 1440 px; 1/4 would be 960 < 1080
+        #expect(both.boxShrink == 1)
+        let thumbnailOnly = pipeline.plan(header, options: RenderOptions(), edge: 0)
+        #expect(thumbnailOnly.jpegScaleEighths == 1)  // 480 px >= 320
+        #expect(thumbnailOnly.boxShrink == 1)
+        // A thumbnail of a quarter of the width needs 1280 px of the whole.
+        let clipped = pipeline.plan(header, options: RenderOptions(clip: .init(x: 0, y: 0, width: 0.25, height: 0.25)), edge: 0)
+        #expect(clipped.jpegScaleEighths == 3)
+        let android = pipeline.plan(header, options: RenderOptions(androidSize: 1350), edge: 1080)
+        #expect(android.jpegScaleEighths == 3)  // 1440 >= 1350
     }
 }
 

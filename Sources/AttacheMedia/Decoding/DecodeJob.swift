@@ -2,16 +2,18 @@ import AttacheSupport
 
 /// One piece of work on downloaded bytes: everything that parses them (header inspection,
 /// decoding, probing, poster frames) is a job, so that it can run in this process or in a
-/// sandboxed helper (`attache-decode`) with the same code.
+/// sandboxed helper (`attache-decode`) with the same code. The bytes are an array or a mapped
+/// file (a download that spilled to disk): a file is parsed where it is, and a helper is handed
+/// its descriptor, not a copy of its bytes.
 public enum DecodeJob: Sendable {
     /// Inspect the header (every limit before a pixel), decode, render thumbnail and display copy.
-    case image(bytes: [UInt8], format: MediaFormat?, options: RenderOptions, limits: MediaLimits)
+    case image(bytes: MappedBytes, format: MediaFormat?, options: RenderOptions, limits: MediaLimits)
     /// Probe, judge and make the poster-frame thumbnail (`time` as `VideoPipeline.render` takes it).
-    case movie(bytes: [UInt8], format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode, limits: MediaLimits)
+    case movie(bytes: MappedBytes, format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode, limits: MediaLimits)
     /// The facts and the verdict only.
-    case probe(bytes: [UInt8], limits: MediaLimits)
+    case probe(bytes: MappedBytes, limits: MediaLimits)
 
-    public var bytes: [UInt8] {
+    public var bytes: MappedBytes {
         switch self {
         case .image(let bytes, _, _, _), .movie(let bytes, _, _, _, _, _), .probe(let bytes, _): return bytes
         }
@@ -21,18 +23,20 @@ public enum DecodeJob: Sendable {
     public func perform(abort: AbortFlag = AbortFlag()) throws -> DecodeResult {
         switch self {
         case let .image(bytes, format, options, limits):
-            let pipeline = ImagePipeline(limits: limits)
-            let start = ContinuousClock.now
-            let header = try pipeline.inspect(bytes, format: format)
-            let rendering = ContinuousClock.now
-            let rendition = try pipeline.render(bytes, header: header, options: options, abort: abort)
-            return .image(rendition, inspectMs: start.duration(to: rendering).milliseconds,
-                          renderMs: rendering.duration(to: .now).milliseconds)
+            return try bytes.withUnsafeBytes { bytes in
+                let pipeline = ImagePipeline(limits: limits)
+                let start = ContinuousClock.now
+                let header = try pipeline.inspect(bytes, format: format)
+                let rendering = ContinuousClock.now
+                let rendition = try pipeline.render(bytes, header: header, options: options, abort: abort)
+                return .image(rendition, inspectMs: start.duration(to: rendering).milliseconds,
+                              renderMs: rendering.duration(to: .now).milliseconds)
+            }
         case let .movie(bytes, format, options, time, posterMode, limits):
             let pipeline = VideoPipeline(limits: limits, posterMode: posterMode)
-            return .movie(try pipeline.render(bytes, format: format, options: options, time: time, abort: abort))
+            return .movie(try bytes.withUnsafeBytes { try pipeline.render($0, format: format, options: options, time: time, abort: abort) })
         case let .probe(bytes, limits):
-            return .probe(try VideoPipeline(limits: limits).probe(bytes, abort: abort))
+            return .probe(try bytes.withUnsafeBytes { try VideoPipeline(limits: limits).probe($0, abort: abort) })
         }
     }
 }
@@ -52,13 +56,26 @@ public protocol MediaDecoder: Sendable {
 
 extension MediaDecoder {
     public func image(_ bytes: [UInt8], format: MediaFormat?, options: RenderOptions, limits: MediaLimits) async throws -> (rendition: ImageRendition, inspectMs: Double, renderMs: Double) {
+        try await image(.memory(bytes), format: format, options: options, limits: limits)
+    }
+
+    public func movie(_ bytes: [UInt8], format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode,
+                      limits: MediaLimits) async throws -> MovieRendition {
+        try await movie(.memory(bytes), format: format, options: options, time: time, posterMode: posterMode, limits: limits)
+    }
+
+    public func probe(_ bytes: [UInt8], limits: MediaLimits) async throws -> MediaFacts {
+        try await probe(.memory(bytes), limits: limits)
+    }
+
+    public func image(_ bytes: MappedBytes, format: MediaFormat?, options: RenderOptions, limits: MediaLimits) async throws -> (rendition: ImageRendition, inspectMs: Double, renderMs: Double) {
         guard case let .image(rendition, inspectMs, renderMs) = try await decode(.image(bytes: bytes, format: format, options: options, limits: limits)) else {
             throw MediaError(.invalidMedia, "the decoder answered an image job with another kind of result")
         }
         return (rendition, inspectMs, renderMs)
     }
 
-    public func movie(_ bytes: [UInt8], format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode,
+    public func movie(_ bytes: MappedBytes, format: MediaFormat?, options: RenderOptions, time: Double?, posterMode: PosterMode,
                       limits: MediaLimits) async throws -> MovieRendition {
         guard case let .movie(rendition) = try await decode(.movie(bytes: bytes, format: format, options: options, time: time,
                                                                   posterMode: posterMode, limits: limits)) else {
@@ -67,7 +84,7 @@ extension MediaDecoder {
         return rendition
     }
 
-    public func probe(_ bytes: [UInt8], limits: MediaLimits) async throws -> MediaFacts {
+    public func probe(_ bytes: MappedBytes, limits: MediaLimits) async throws -> MediaFacts {
         guard case let .probe(facts) = try await decode(.probe(bytes: bytes, limits: limits)) else {
             throw MediaError(.invalidMedia, "the decoder answered a probe job with another kind of result")
         }

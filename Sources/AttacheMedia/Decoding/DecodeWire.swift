@@ -4,6 +4,7 @@
 // into the header. Both ends are built from this package: the format is not an API.
 import AttachePayload
 import AttacheSupport
+internal import CSpawn
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,10 +12,14 @@ import Glibc
 package struct WireFrame: Sendable {
     package var header: JSONObject
     package var blobs: [[UInt8]]
+    /// Sending: a file whose descriptor (opened read-only here) goes with the frame instead of its
+    /// bytes. Received: that file, mapped.
+    package var file: InputFile?
 
-    package init(_ header: JSONObject, blobs: [[UInt8]] = []) {
+    package init(_ header: JSONObject, blobs: [[UInt8]] = [], file: InputFile? = nil) {
         self.header = header
         self.blobs = blobs
+        self.file = file
     }
 }
 
@@ -39,14 +44,27 @@ package struct FrameChannel: Sendable {
         self.maxBytes = maxBytes
     }
 
+    /// A frame with a file says so in its header (`"file": true`); the descriptor follows the
+    /// header as one byte of its own, so that the reader, which reads exactly the header first,
+    /// takes it with `recvmsg` and never drops it with a plain read.
     package func write(_ frame: WireFrame) throws {
-        let header = JSONWriter.bytes(.object(frame.header))
+        var headerObject = frame.header
+        if frame.file != nil { headerObject["file"] = .bool(true) }
+        let header = JSONWriter.bytes(.object(headerObject))
         var prefix = [UInt8]()
         prefix.reserveCapacity(8 + header.count + 8)
         append(UInt32(header.count), to: &prefix)
         prefix += header
         append(UInt32(frame.blobs.count), to: &prefix)
         try send(prefix)
+        if let file = frame.file {
+            guard let path = file.path else { throw WireError("a file to hand over without a name") }
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw WireError("open \(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            let rc = attache_send_descriptor(self.fd, fd)
+            guard rc == 0 else { throw WireError("sendmsg: \(String(cString: strerror(rc)))") }
+        }
         for blob in frame.blobs {
             var length = [UInt8]()
             append(UInt64(blob.count), to: &length)
@@ -70,13 +88,22 @@ package struct FrameChannel: Sendable {
         }
         let count = Int(number(try take(4)))
         guard count <= 16 else { throw WireError("\(count) blobs in one frame") }
+        var file: InputFile?
+        if header["file"] == .bool(true) {
+            var descriptor: Int32 = -1
+            let rc = attache_receive_descriptor(fd, &descriptor)
+            guard rc == 0 else { throw WireError("recvmsg: \(String(cString: strerror(rc)))") }
+            defer { close(descriptor) }
+            file = try InputFile(descriptor: descriptor, name: "a job's file")
+            guard file!.count <= maxBytes else { throw WireError("a file over \(maxBytes) bytes") }
+        }
         var blobs: [[UInt8]] = []
         for _ in 0..<count {
             let length = number(try take(8))
             guard length <= UInt64(maxBytes) else { throw WireError("a blob of \(length) bytes") }
             blobs.append(try take(Int(length)))
         }
-        return WireFrame(header, blobs: blobs)
+        return WireFrame(header, blobs: blobs, file: file)
     }
 
     private func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
@@ -152,12 +179,17 @@ package enum DecodeWire {
             o["op"] = .string("probe")
             o["limits"] = json(limits)
         }
-        return WireFrame(o, blobs: [job.bytes])
+        // A mapped file goes by descriptor; bytes in memory (and a file that came without a name,
+        // which only a helper holds) as a blob.
+        if case .file(let file) = job.bytes, file.path != nil { return WireFrame(o, file: file) }
+        return WireFrame(o, blobs: [job.bytes.array])
     }
 
     package static func job(_ frame: WireFrame) throws -> DecodeJob {
         let o = Fields(frame.header)
-        guard let bytes = frame.blobs.first else { throw WireError("a job without bytes") }
+        guard let bytes = frame.file.map(MappedBytes.file) ?? frame.blobs.first.map(MappedBytes.memory) else {
+            throw WireError("a job without bytes")
+        }
         let limits = try self.limits(o.object("limits"))
         let format = try o.optionalString("format").map { name in
             guard let format = MediaFormat(rawValue: name) else { throw WireError("unknown format \(name)") }

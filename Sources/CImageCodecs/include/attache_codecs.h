@@ -27,7 +27,7 @@ typedef struct {
 typedef int (*attache_abort_fn)(void *context);
 
 typedef struct {
-    int scale_denom;          // JPEG only: DCT scaling 1/1, 1/2, 1/4 or 1/8
+    int scale_eighths;        // JPEG only: DCT scaling to n/8 (1-8; 0 means 8/8, no scaling)
     int shrink;               // integer box shrink applied to rows as they stream (>= 1)
     uint64_t max_pixels;      // limit on decoded pixels before the box shrink
     long max_memory;          // JPEG: libjpeg's own memory limit, in bytes

@@ -9,4 +9,10 @@
 
 /// 0 with `*pid` set, or an errno value.
 int attache_spawn_helper(const char *path, char *const argv[], int channel, pid_t *pid);
+
+/// Sends one byte carrying `fd` (SCM_RIGHTS); 0 or an errno value (EPIPE: the helper is gone).
+int attache_send_descriptor(int channel, int fd);
+/// Receives that byte and the descriptor it carries (close-on-exec); 0 or an errno value
+/// (EPROTO: the byte came without exactly one descriptor).
+int attache_receive_descriptor(int channel, int *fd);
 #endif
