@@ -16,7 +16,8 @@ TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
 # Benchmarks: the anchors Attache is measured against.
-BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers
+BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
+	libjpeg-turbo-progs libdeflate-dev python3-venv
 
 # Debug builds compile the C codecs optimised (the package itself carries no unsafe flags, which
 # SwiftPM refuses in a dependency): decoding in the tests stays fast. The same flags on every
@@ -103,6 +104,7 @@ fuzz: build
 
 bench: bench-deps test-deps build
 	Benchmarks/thumbnail.sh $(RELEASE_BIN)
+	Benchmarks/render.sh $(RELEASE_BIN)
 	Benchmarks/fetch.sh $(RELEASE_BIN)
 	Benchmarks/poster.sh $(RELEASE_BIN)
 	Benchmarks/serve.sh $(RELEASE_BIN)

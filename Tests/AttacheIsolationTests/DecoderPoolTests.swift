@@ -47,6 +47,32 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect((isolated.thumbnail.width, isolated.thumbnail.height) == (local.thumbnail.width, local.thumbnail.height))
     }
 
+    /// A download that spilled to disk goes to a helper as a read-only descriptor that it maps:
+    /// the same renditions as its bytes, for an image, a movie and a probe, and the descriptor
+    /// is gone once the job is done.
+    @Test func aFileIsHandedOverByItsDescriptor() async throws {
+        let pool = try makePool()
+        defer { pool.shutdown() }
+        let directory = try makeTempDirectory()
+        defer { unlink(directory + "/photo"); unlink(directory + "/clip"); rmdir(directory) }
+        try writeFileAtomically(directory + "/photo", Fixtures.bytes("progressive.jpg"))
+        try writeFileAtomically(directory + "/clip", Fixtures.bytes("clip.mp4"))
+        let photo = MappedBytes.file(try InputFile(directory + "/photo"))
+        let isolated = try await pool.image(photo, format: nil, options: options, limits: limits).rendition
+        let local = try await InProcessDecoder().image(Fixtures.bytes("progressive.jpg"), format: nil, options: options, limits: limits).rendition
+        #expect(isolated.thumbnail.bytes == local.thumbnail.bytes)
+        #expect(isolated.display?.bytes == local.display?.bytes)
+        let clip = MappedBytes.file(try InputFile(directory + "/clip"))
+        let movie = try await pool.movie(clip, format: nil, options: options, time: 0.5, posterMode: .exact, limits: limits)
+        let localMovie = try await InProcessDecoder().movie(Fixtures.bytes("clip.mp4"), format: nil, options: options, time: 0.5,
+                                                            posterMode: .exact, limits: limits)
+        #expect(movie.thumbnail?.bytes == localMovie.thumbnail?.bytes)
+        #expect(try await pool.probe(clip, limits: limits) == localMovie.facts)
+        let pid = try #require(pool.helperPIDs.first)
+        #expect(listDirectory("/proc/\(pid)/fd").sorted() == ["0", "1", "2"])
+        #expect(pool.crashes == 0)
+    }
+
     @Test func moviesAndProbesComeOutAsInProcess() async throws {
         let pool = try makePool()
         defer { pool.shutdown() }
@@ -99,9 +125,11 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(status.contains("NoNewPrivs:\t1"))
         #expect(status.contains("Seccomp:\t2"))  // a filter
         let limits = procFile(pid, "limits")
-        for limit in ["Max core file size", "Max file size", "Max open files"] {
+        for limit in ["Max core file size", "Max file size"] {
             #expect(limits.split(separator: "\n").contains { $0.hasPrefix(limit) && $0.contains(" 0 ") }, "\(limit)")
         }
+        // Its three, and room for the one a job's file arrives as.
+        #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max open files") && $0.contains(" 4 ") })
         #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max address space") && !$0.contains("unlimited") })
         #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max cpu time") && !$0.contains("unlimited") })
     }

@@ -126,7 +126,7 @@ import Testing
     @Test func baselineJPEGCountsAtItsDCTScaleProgressiveAtFullSize() throws {
         // 16000x12000 = 192 MP: a baseline JPEG decodes at 1/8 (3 MP) and is fine; a progressive one is not.
         let baseline = try pipeline.inspect(Fixtures.jpegHeader(width: 16000, height: 12000, progressive: false))
-        #expect(pipeline.decodedPixels(baseline, plan: pipeline.plan(baseline, target: 640)) == 2000 * 1500)
+        #expect(pipeline.decodedPixels(baseline, plan: pipeline.plan(baseline, need: 640, boxTarget: 640)) == 2000 * 1500)
         #expect { try pipeline.inspect(Fixtures.jpegHeader(width: 16000, height: 12000, progressive: true)) } throws: {
             ($0 as? MediaError)?.code == .limitsExceeded
         }
