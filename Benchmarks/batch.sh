@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 
 photo=/usr/share/backgrounds/2004default.jpg   # 3840x2400 (gnome-backgrounds, make bench-deps)

@@ -17,7 +17,7 @@ deadline=${DEADLINE_MS:-500}
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 # p50, p99 and max of the numbers on stdin (ms), as one table row.
 stats() {
   python3 -c '

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 n=${N:-60}
 work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mkdir -p "$work/files"
@@ -25,10 +25,7 @@ vips crop "$work/files/jpeg-9mp.jpg" "$work/files/jpeg-1080.jpg[Q=85]" 1200 800 
 ffmpeg -loglevel error -f lavfi -i "testsrc2=s=640x400:d=2:r=15" \
   -vf "split[a][b];[a]palettegen[p];[b][p]paletteuse" -y "$work/files/gif.gif"
 cp Samples/media/gop10s-1080p.mp4 "$work/files/poster.mp4"
-port=$(free_port)
-"$bin" origin --root "$work/files" --port "$port" > "$work/origin.log" 2>&1 &
-origin=$!
-for _ in $(seq 50); do grep -q listening "$work/origin.log" 2>/dev/null && break; sleep 0.1; done
+start_origin "$work/files" "$work/origin.log"
 
 # run FILE ISOLATION CONCURRENCY COUNT: prints "wall_ms median_payload_ms"
 run() {

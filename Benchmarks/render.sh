@@ -16,17 +16,14 @@ cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 runs=${RUNS:-15}
 work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mkdir -p "$work/root"
 cp /usr/share/backgrounds/2004default.jpg "$work/root/baseline.jpg"     # 3840x2400, baseline 4:2:0
 cp /usr/share/backgrounds/rhythm.jpg "$work/root/progressive.jpg"       # 3840x2400, progressive 4:4:4
 cp /usr/share/backgrounds/focal-ubuntukylin.png "$work/root/rgba.png"   # 3840x2400 RGBA
-port=$(free_port)
-"$bin" origin --root "$work/root" --port "$port" > "$work/origin.log" 2>&1 &
-origin=$!
-for _ in $(seq 50); do grep -q listening "$work/origin.log" 2>/dev/null && break; sleep 0.1; done
+start_origin "$work/root" "$work/origin.log"
 
 # enrich FILE [flags]: "median_render_ms peak_rss_mib" over $runs fresh URLs
 enrich() {

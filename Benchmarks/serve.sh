@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 duration=${DURATION:-10s}
 work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 thumbor=""
 cleanup() { kill "$origin" "$server" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
@@ -38,16 +38,16 @@ server=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
 base="http://127.0.0.1:$sport"
 
-lua() {  # $1: payload with ORIGIN and N placeholders; N becomes a per-request counter when $2 = fresh
-  cat > "$work/$3.lua" <<LUA
+# wrk_script NAME REQUEST: $work/NAME.lua, whose request function ends with the Lua in REQUEST
+# (`counter` numbers the requests, `prefix` is random per run) and whose done prints one line.
+wrk_script() {
+  cat > "$work/$1.lua" <<LUA
 counter = 0
 math.randomseed(os.time())
 local prefix = math.random(1, 1000000000)
 request = function()
   counter = counter + 1
-  local body = string.gsub([[$1]], "ORIGIN", "http://127.0.0.1:$oport")
-  if "$2" == "fresh" then body = string.gsub(body, "N", prefix .. "-" .. counter) end
-  return wrk.format("POST", "/v1/enrich", {["Content-Type"] = "application/json"}, body)
+$2
 end
 done = function(summary, latency, requests)
   local non200 = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
@@ -56,6 +56,11 @@ done = function(summary, latency, requests)
     latency.max / 1000, summary.requests, non200))
 end
 LUA
+}
+lua() {  # $1: payload with ORIGIN and N placeholders; N becomes a per-request counter when $2 = fresh
+  wrk_script "$3" "  local body = string.gsub([[$1]], \"ORIGIN\", \"http://127.0.0.1:$oport\")
+  if \"$2\" == \"fresh\" then body = string.gsub(body, \"N\", prefix .. \"-\" .. counter) end
+  return wrk.format(\"POST\", \"/v1/enrich\", {[\"Content-Type\"] = \"application/json\"}, body)"
 }
 lua '{"aps":{"alert":"hello","badge":1},"k":"v"}' same passthrough
 lua '{"aps":{"alert":"hi","mutable-content":1},"fcm_options":{"image":"ORIGIN/small.jpg"}}' same cached
@@ -102,17 +107,8 @@ tport=$(free_port)
 setsid "$venv/bin/thumbor" -p "$tport" -i 127.0.0.1 -c "$work/thumbor.conf" --processes 2 > "$work/thumbor.log" 2>&1 &
 thumbor=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$tport/healthcheck" && break; sleep 0.1; done
-cat > "$work/thumbor.lua" <<LUA
-counter = 0
-math.randomseed(os.time())
-local prefix = math.random(1, 1000000000)
-request = function()
-  counter = counter + 1
-  return wrk.format("GET", "/unsafe/fit-in/320x320/http%3A//127.0.0.1%3A$oport/rhythm.jpg%3Fn%3D" .. prefix .. "-" .. counter,
-                    {["Connection"] = "close"})
-end
-LUA
-sed -n '/^done = function/,/^end/p' "$work/fresh.lua" >> "$work/thumbor.lua"
+wrk_script thumbor "  return wrk.format(\"GET\", \"/unsafe/fit-in/320x320/http%3A//127.0.0.1%3A$oport/rhythm.jpg%3Fn%3D\" .. prefix .. \"-\" .. counter,
+                    {[\"Connection\"] = \"close\"})"
 lua '{"aps":{"alert":"hi","mutable-content":1},"fcm_options":{"image":"ORIGIN/rhythm.jpg?n=N"}}' fresh progressive
 rate() { sed -n 's/^ *\([0-9.]*\) req\/s.*/\1/p' "$1"; }
 kill "$server"; wait "$server" 2>/dev/null || true

@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 source Tests/cli/seaweedfs.sh
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 
 mkdir -p "$tmp/media"
 ffmpeg -loglevel error -f lavfi -i "testsrc2=s=1280x800:d=4:r=15" \

@@ -13,7 +13,7 @@ python=${ATTACHE_PYTHON:-.build/tools/bin/python}
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. Benchmarks/lib.sh
 source Tests/cli/nats.sh
 
 oport=$(free_port)

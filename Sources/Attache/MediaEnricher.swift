@@ -318,8 +318,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let storeOffset = since()
         let store = services.store
         let ext = rendered.format.fileExtension
-        // A body stored as it came is hashed here, off the cooperative pool, and only then.
-        let sha256 = try await services.pool.run { _ in try rendered.original?.sha256() ?? SHA256.hex(rendered.main) }
+        // What is stored is hashed here (a body stored as it came only now, never while it
+        // downloaded), off the cooperative pool.
+        let sha256 = try await services.pool.run { _ in try SHA256.hex(rendered.main) }
         let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
         var thumbnail: StoredMedia?
         if let image = rendered.thumbnail {

@@ -1,5 +1,4 @@
 import AttacheSupport
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -16,8 +15,6 @@ public final class FetchedBody: @unchecked Sendable {
     public private(set) var count: Int = 0
     private let threshold: Int
     private let directory: String
-    /// The SHA-256, once asked for.
-    private let digest = Mutex<String?>(nil)
 
     init(threshold: Int, directory: String) {
         self.threshold = threshold
@@ -36,33 +33,22 @@ public final class FetchedBody: @unchecked Sendable {
     /// the bytes arrived cost every 9 MP JPEG 5 ms of a service's CPU for a name that its display
     /// copy, not the body, is stored under. Blocks: call it off the cooperative pool.
     public func sha256() throws -> String {
-        try digest.withLock { digest in
-            if let digest { return digest }
-            let made = try body.withUnsafeBytes { bytes in
-                let hasher = try SHA256()
-                hasher.update(bytes)
-                return try hasher.hex
-            }
-            digest = made
-            return made
-        }
+        try body.withUnsafeBytes { try SHA256.hex($0) }
     }
 
     /// Prepares for a body whose length the server declared: memory reserved when it will stay
     /// in memory, so it is not copied again and again as it grows; the temp file at once when it
     /// will not, so the part under the threshold is not gathered in memory first.
     func expect(_ length: Int) {
-        guard fd < 0 && path == nil else { return }
+        guard path == nil else { return }
         if length <= threshold {
             if length > memory.count { memory.reserveCapacity(length) }
-        } else if openTempFile() {
-            let ok = memory.withUnsafeBytes { writeAll(fd: fd, $0) }
-            memory = []
-            if !ok { failed = true }
+        } else {
+            failed = !spill()
         }
     }
 
-    /// A write to the temp file failed (when `expect` opened it): the next append reports it.
+    /// The temp file could not be made or written when `expect` spilled: the next append says so.
     private var failed = false
 
     /// Appends received bytes; returns false when the temp file cannot be written.
@@ -70,24 +56,23 @@ public final class FetchedBody: @unchecked Sendable {
         if failed { return false }
         if prefix.count < 512 { prefix.append(contentsOf: pointer.prefix(512 - prefix.count)) }
         count += pointer.count
-        if fd < 0 && path == nil && memory.count + pointer.count <= threshold {
+        if path == nil && memory.count + pointer.count <= threshold {
             memory.append(contentsOf: pointer)
             return true
         }
-        if fd < 0 {
-            guard openTempFile() else { return false }
-            let ok = memory.withUnsafeBytes { writeAll(fd: fd, $0) }
-            memory = []
-            guard ok else { return false }
-        }
+        if path == nil && !spill() { return false }
         return writeAll(fd: fd, pointer)
     }
 
-    private func openTempFile() -> Bool {
+    /// Moves the body to a temp file: what has arrived in memory is written there, the rest
+    /// follows it. False when the file cannot be made or written.
+    private func spill() -> Bool {
         guard let (descriptor, made) = makeTempFile(in: directory, prefix: "fetch") else { return false }
         fd = descriptor
         path = made
-        return true
+        let ok = memory.withUnsafeBytes { writeAll(fd: fd, $0) }
+        memory = []
+        return ok
     }
 
     /// The first bytes received (up to 512), for sniffing without reading the body back.
@@ -98,12 +83,9 @@ public final class FetchedBody: @unchecked Sendable {
         if fd >= 0 { close(fd); fd = -1 }
     }
 
-    /// The whole body as bytes (reads the temp file when there is one).
+    /// The whole body as bytes (a copy of the temp file when there is one).
     public func readAll() throws -> [UInt8] {
-        guard let path else { return memory }
-        guard let bytes = try? readFile(path) else { throw FetchError(.fetchFailed, "temp file vanished") }
-        guard bytes.count == count else { throw FetchError(.fetchFailed, "temp file shorter than received") }
-        return bytes
+        try body.array
     }
 
     /// The body where it is, once the transfer is done: the bytes in memory, or the temp file

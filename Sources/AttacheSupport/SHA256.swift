@@ -1,7 +1,7 @@
 import COpenSSL
 
-/// SHA-256 by OpenSSL (libcrypto's EVP interface), fed as bytes arrive: content-addressed names
-/// cost no second pass over a body, and none of its hand-written predecessor's copy to pad it.
+/// SHA-256 by OpenSSL (libcrypto's EVP interface), incremental or over a whole buffer (a mapped
+/// body), without its hand-written predecessor's copy to pad it.
 /// One hasher per body; not for use from two threads at once. libcrypto failing (it can only run
 /// out of memory here) is an error for the caller, never a crash.
 public final class SHA256: @unchecked Sendable {
@@ -49,10 +49,18 @@ public final class SHA256: @unchecked Sendable {
         get throws { Self.hex(digest: try finalize()) }
     }
 
-    public static func hash(_ data: [UInt8]) throws -> [UInt8] {
+    public static func hash(_ data: UnsafeRawBufferPointer) throws -> [UInt8] {
         let hasher = try SHA256()
         hasher.update(data)
         return try hasher.finalize()
+    }
+
+    public static func hash(_ data: [UInt8]) throws -> [UInt8] {
+        try data.withUnsafeBytes { try hash($0) }
+    }
+
+    public static func hex(_ data: UnsafeRawBufferPointer) throws -> String {
+        hex(digest: try hash(data))
     }
 
     public static func hex(_ data: [UInt8]) throws -> String {

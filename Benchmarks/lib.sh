@@ -1,0 +1,13 @@
+# Shared by the benchmark scripts (sourced after they cd to the repository).
+
+# A TCP port free on 127.0.0.1 now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# start_origin ROOT LOG: `$bin origin` serving ROOT on a free port, once it listens; sets
+# $port and $origin (its pid).
+start_origin() {
+  port=$(free_port)
+  "$bin" origin --root "$1" --port "$port" > "$2" 2>&1 &
+  origin=$!
+  for _ in $(seq 50); do grep -q listening "$2" 2>/dev/null && break; sleep 0.1; done
+}
