@@ -13,7 +13,7 @@ import Glibc
 /// suites, one at a time, as every *Deadline* suite).
 @Suite(.serialized) struct DecoderDeadlineTests {
     @Test func aCancelledJobEndsAtOnceAndItsHelperIsReplaced() async throws {
-        let pool = try makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.testOperations = true }
         defer { pool.shutdown() }
         let stuck = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }
@@ -31,7 +31,7 @@ import Glibc
     }
 
     @Test func aJobOverItsCPUAllowanceIsLimitsExceeded() async throws {
-        let pool = try makePool {
+        let pool = try await makePool {
             $0.testOperations = true
             $0.jobCPUSeconds = 1
         }

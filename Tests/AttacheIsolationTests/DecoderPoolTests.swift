@@ -8,11 +8,15 @@ import Testing
 import Glibc
 #endif
 
-/// A pool of `helpers` sandboxed helpers (the attache-decode built beside these tests).
-func makePool(helpers: Int = 1, _ tweak: (inout DecoderPool.Configuration) -> Void = { _ in }) throws -> DecoderPool {
+/// A pool of `helpers` sandboxed helpers (the attache-decode built beside these tests). Started
+/// on a pool thread: the pool's start waits for its first helper to say it is ready, and two
+/// dozen such waits at once on the test runner's cooperative threads (one per core) stalled
+/// every other suite for seconds, the service's timeout tests among them.
+func makePool(helpers: Int = 1, _ tweak: (inout DecoderPool.Configuration) -> Void = { _ in }) async throws -> DecoderPool {
     var configuration = DecoderPool.Configuration(helpers: helpers)
     tweak(&configuration)
-    return try DecoderPool(configuration: configuration)
+    let ready = configuration
+    return try await BlockingPool.shared.run { _ in try DecoderPool(configuration: ready) }
 }
 
 /// What a test job that makes a forbidden call answers (or how it ends).
@@ -34,7 +38,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     @Test(arguments: ["photo.jpg", "progressive.jpg", "rotated.jpg", "alpha.png", "palette.png", "animated.gif",
                       "photo.heic", "alpha.heic", "photo.avif", "rotated.avif", "photo.webp", "photo.jxl", "movie.webp", "animated.avif"])
     func imagesComeOutAsInProcess(_ name: String) async throws {
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let bytes = Fixtures.bytes(name)
         let isolated = try await pool.image(bytes, format: nil, options: options, limits: limits).rendition
@@ -51,7 +55,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     /// the same renditions as its bytes, for an image, a movie and a probe, and the descriptor
     /// is gone once the job is done.
     @Test func aFileIsHandedOverByItsDescriptor() async throws {
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let directory = try makeTempDirectory()
         defer { unlink(directory + "/photo"); unlink(directory + "/clip"); rmdir(directory) }
@@ -74,7 +78,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func moviesAndProbesComeOutAsInProcess() async throws {
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         for name in ["clip.mp4", "portrait.mp4", "hevc.mp4"] {
             let bytes = Fixtures.bytes(name)
@@ -92,7 +96,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func mediaErrorsComeBackAsTheyWereAndCostNoHelper() async throws {
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let truncated = await #expect(throws: MediaError.self) {
             try await pool.image(Fixtures.bytes("truncated.jpg"), format: nil, options: options, limits: limits)
@@ -115,7 +119,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         // A descriptor of ours without close-on-exec: the helper must not get it.
         let leaky = open("/dev/null", O_RDONLY)
         defer { close(leaky) }
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
         #expect(listDirectory("/proc/\(pid)/fd").sorted() == ["0", "1", "2"])
@@ -136,7 +140,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
 
     @Test(arguments: ["socket", "connect", "execve", "fork"])
     func aForbiddenCallKillsTheHelper(_ call: String) async throws {
-        let pool = try makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.testOperations = true }
         defer { pool.shutdown() }
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, call) }
         #expect(error?.code == .invalidMedia)
@@ -150,7 +154,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func openingAFileIsRefusedNotFatal() async throws {
-        let pool = try makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.testOperations = true }
         defer { pool.shutdown() }
         let answer = try await tryCall(pool, "open")
         #expect(answer.header["message"]?.stringValue == "open returned -1, errno \(EACCES)")
@@ -159,7 +163,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
 
     @Test func testJobsNeedTheTestFlag() async throws {
         // What a service starts: a test job is not a job it knows, and the helper says so.
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let answer = try await tryCall(pool, "socket")
         #expect(answer.header["ok"] == .bool(false))
@@ -168,7 +172,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func aHelperKilledMidJobCostsThatJob() async throws {
-        let pool = try makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.testOperations = true }
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }
@@ -185,7 +189,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func aHelperKilledWhileIdleCostsNoJob() async throws {
-        let pool = try makePool()
+        let pool = try await makePool()
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
         kill(pid, SIGKILL)
@@ -199,7 +203,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     @Test func theAddressSpaceLimitRefusesABigDecode() async throws {
         // A 4000x4000 GIF whose one frame does not cover the screen: the decoder composites onto a
         // 64 MB canvas, over a helper allowed 32 MB on top of its libraries.
-        let pool = try makePool { $0.addressSpace = 32 << 20 }
+        let pool = try await makePool { $0.addressSpace = 32 << 20 }
         defer { pool.shutdown() }
         let big = Fixtures.gif(width: 4000, height: 4000, frames: 1)
         let error = await #expect(throws: MediaError.self) {
@@ -212,7 +216,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func workedHelpersAreReplaced() async throws {
-        let pool = try makePool { $0.jobsPerHelper = 2 }
+        let pool = try await makePool { $0.jobsPerHelper = 2 }
         defer { pool.shutdown() }
         for _ in 0..<5 {
             _ = try await pool.image(Fixtures.bytes("photo.jpg"), format: nil, options: options, limits: limits)
@@ -221,13 +225,13 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(pool.crashes == 0)
     }
 
-    @Test func aHelperThatCannotStartIsAnErrorAtStart() throws {
-        #expect(throws: IsolationError.self) {
-            try makePool { $0.helperPath = "/nonexistent/attache-decode" }
+    @Test func aHelperThatCannotStartIsAnErrorAtStart() async throws {
+        await #expect(throws: IsolationError.self) {
+            try await makePool { $0.helperPath = "/nonexistent/attache-decode" }
         }
         // Not a helper: it never says it is ready.
-        let error = #expect(throws: IsolationError.self) {
-            try makePool { $0.helperPath = "/bin/true" }
+        let error = await #expect(throws: IsolationError.self) {
+            try await makePool { $0.helperPath = "/bin/true" }
         }
         #expect(error?.description.contains("attache-decode") == true)
     }
