@@ -31,11 +31,11 @@ public final class NATSServer: Sendable {
             throw OriginError("no nats-server at \(Self.binary): run `make test-deps`")
         }
         let directory = try makeTempDirectory()
-        let ports = try freePorts(2)
-        port = ports[0]
-        process = try ServerProcess([Self.binary, "-js", "-a", "127.0.0.1", "-p", "\(ports[0])", "-m", "\(ports[1])",
-                                     "-sd", "\(directory)/jetstream"],
-                                    directory: directory, log: "nats.log", readyPort: ports[1], within: .seconds(30), name: "nats-server")
+        process = try ServerProcess(ports: 2, directory: directory, log: "nats.log", within: .seconds(30), name: "nats-server",
+                                    arguments: { [Self.binary, "-js", "-a", "127.0.0.1", "-p", "\($0[0])", "-m", "\($0[1])",
+                                                  "-sd", "\(directory)/jetstream"] },
+                                    readyPort: { $0[1] })
+        port = process.ports[0]
     }
 
     /// Stops the server and removes its store.

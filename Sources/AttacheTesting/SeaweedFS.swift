@@ -73,19 +73,23 @@ public final class SeaweedFS: Sendable {
         ]}
         """
         try writeFileAtomically("\(directory)/s3.json", Array(config.utf8))
-        try makeDirectories("\(directory)/data")
-        let ports = try freePorts(8)
-        s3Port = ports[6]
-        let arguments = [
-            Self.binary, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=\(directory)/data",
-            "-master.port=\(ports[0])", "-master.port.grpc=\(ports[1])", "-volume.port=\(ports[2])",
-            "-volume.port.grpc=\(ports[3])", "-filer.port=\(ports[4])", "-filer.port.grpc=\(ports[5])",
-            "-s3", "-s3.port=\(ports[6])", "-s3.port.grpc=\(ports[7])", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-s3.config=\(directory)/s3.json", "-master.volumeSizeLimitMB=64", "-volume.max=8",
-        ]
         // Ready when the S3 port answers HTTP (403 to an anonymous listing is an answer).
-        process = try ServerProcess(arguments, directory: directory, log: "weed.log", readyPort: s3Port, within: .seconds(60),
-                                    name: "SeaweedFS")
+        process = try ServerProcess(ports: 8, directory: directory, log: "weed.log", within: .seconds(60), name: "SeaweedFS",
+                                    arguments: { ports in
+                                        // A data directory per attempt: a retry on new ports must not
+                                        // meet the cluster state of the one that exited.
+                                        let data = "\(directory)/data-\(ports[0])"
+                                        try? makeDirectories(data)
+                                        return [
+                                        Self.binary, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=\(data)",
+                                        "-master.port=\(ports[0])", "-master.port.grpc=\(ports[1])", "-volume.port=\(ports[2])",
+                                        "-volume.port.grpc=\(ports[3])", "-filer.port=\(ports[4])", "-filer.port.grpc=\(ports[5])",
+                                        "-s3", "-s3.port=\(ports[6])", "-s3.port.grpc=\(ports[7])", "-s3.port.iceberg=0", "-s3.port.lance=0",
+                                        "-s3.config=\(directory)/s3.json", "-master.volumeSizeLimitMB=64", "-volume.max=8",
+                                        ]
+                                    },
+                                    readyPort: { $0[6] })
+        s3Port = process.ports[6]
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its data.

@@ -8,20 +8,42 @@ import Glibc
 /// (its directory removed either way).
 final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(), which is idempotent
     let directory: String
+    /// The free ports it was started on (`ports` of them, chosen here).
+    let ports: [Int]
     private var pid: pid_t
 
-    /// Starts `arguments` with its output in DIRECTORY/`log` and waits up to `within` for
-    /// `readyPort` to answer HTTP; stops it and throws if it does not.
-    init(_ arguments: [String], directory: String, log: String, readyPort: Int, within: Duration, name: String) throws {
+    /// Starts the program `arguments(ports)` names, on `ports` free loopback ports, with its output
+    /// in DIRECTORY/`log`, and waits up to `within` for `readyPort(ports)` to answer HTTP; stops it
+    /// and throws if it does not. A port is free when chosen, not when the server binds it: another
+    /// test's socket can take it in between, and the server exits (SeaweedFS: "bind: address
+    /// already in use", seen failing CI after a 60 s wait). A server that exits before it answers
+    /// is started again on new ports, up to three times.
+    init(ports count: Int, directory: String, log: String, within: Duration, name: String,
+         arguments: ([Int]) -> [String], readyPort: ([Int]) -> Int) throws {
         self.directory = directory
-        pid = try spawn(arguments, output: "\(directory)/\(log)")
-        let end = ContinuousClock.now + within
-        while ContinuousClock.now < end {
-            if answersHTTP(port: readyPort) { return }
-            usleep(100_000)
+        for attempt in 1...3 {
+            let ports = try freePorts(count)
+            let pid = try spawn(arguments(ports), output: "\(directory)/\(log)")
+            let end = ContinuousClock.now + within
+            var exited = false
+            while ContinuousClock.now < end && !exited {
+                if answersHTTP(port: readyPort(ports)) {
+                    self.ports = ports
+                    self.pid = pid
+                    return
+                }
+                var status: Int32 = 0
+                exited = waitpid(pid, &status, WNOHANG) == pid
+                if !exited { usleep(100_000) }
+            }
+            // Its last words go into the error: the directory the log is in is removed.
+            let said = (try? readFile("\(directory)/\(log)")).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
+            if exited && attempt < 3 { continue }
+            if !exited { terminate(pid) }
+            removeTree(directory)
+            throw OriginError("\(name) did not answer on port \(readyPort(ports)) within \(within)\(exited ? " (it exited)" : ""); its log ended: \(said)")
         }
-        stop()
-        throw OriginError("\(name) did not answer on port \(readyPort) within \(within) (see \(directory)/\(log))")
+        preconditionFailure("unreachable: the last attempt returns or throws")
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its directory.

@@ -1,0 +1,39 @@
+import AttacheSupport
+import Synchronization
+import Testing
+@testable import AttacheTesting
+
+/// The servers process-level tests start (SeaweedFS, NATS) are given ports that were free when
+/// chosen; one that exits before it answers (its port taken in between) is started again on new
+/// ports instead of being waited for.
+@Suite struct ServerProcessTests {
+    @Test func aServerThatExitsBeforeItAnswersIsStartedAgainOnNewPorts() throws {
+        let directory = try makeTempDirectory()
+        let attempts = Mutex<[[Int]]>([])
+        let server = try ServerProcess(ports: 1, directory: directory, log: "log", within: .seconds(20), name: "test server",
+                                       arguments: { ports in
+                                           let first = attempts.withLock { $0.append(ports); return $0.count == 1 }
+                                           // The first attempt exits at once, as a server whose port was taken does.
+                                           return first ? ["/bin/false"]
+                                                        : ["/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", "\(ports[0])"]
+                                       },
+                                       readyPort: { $0[0] })
+        defer { server.stop() }
+        let tried = attempts.withLock { $0 }
+        #expect(tried.count == 2)
+        #expect(server.ports == tried.last)
+        #expect(answersHTTP(port: server.ports[0]))
+    }
+
+    @Test func aServerThatKeepsExitingIsAnErrorThatQuotesItsLog() throws {
+        let directory = try makeTempDirectory()
+        let start = ContinuousClock.now
+        let error = #expect(throws: OriginError.self) {
+            try ServerProcess(ports: 1, directory: directory, log: "log", within: .seconds(20), name: "test server",
+                              arguments: { _ in ["/bin/sh", "-c", "echo bind: address already in use; exit 1"] }, readyPort: { $0[0] })
+        }
+        #expect(start.duration(to: .now) < .seconds(10))  // three quick exits, not a 20 s wait
+        #expect("\(error.map { "\($0)" } ?? "")".contains("address already in use"))
+        #expect(listDirectory(directory).isEmpty)  // removed
+    }
+}
