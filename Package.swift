@@ -132,7 +132,10 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "AttacheTesting", dependencies: ["AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheTesting", dependencies: ["AttacheSupport", "CSpawn"], swiftSettings: strict),
+        // Tests only (it imports Testing; AttacheTesting ships inside attache-tools): a trait that
+        // keeps CPU-heavy tests off the test runner's cooperative threads.
+        .target(name: "AttacheTestTraits", dependencies: ["AttacheSupport"], swiftSettings: strict),
         // What both executables share: file and stream IO, logging, argument parsing.
         .target(
             name: "AttacheCommandLine",
@@ -178,7 +181,7 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
-        .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting"]),
+        .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheCommandLineTests",
             // Attache directly: its types (EnrichmentOptions) are laid out in these tests, and an
@@ -186,9 +189,9 @@ let package = Package(
             dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
-        .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting"]),
+        .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         // AttacheDecode: the helper is built before the tests that start it.
-        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting"]),
+        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheTests",
             dependencies: ["Attache", "AttacheIsolation", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]
@@ -196,7 +199,7 @@ let package = Package(
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
-                "AttacheServer", "AttacheTesting", "AttacheSupport",
+                "AttacheServer", "AttacheTesting", "AttacheTestTraits", "AttacheSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

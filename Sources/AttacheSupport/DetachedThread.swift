@@ -17,6 +17,7 @@ public func startDetachedThread(name: String, _ body: @escaping @Sendable () -> 
     var thread = pthread_t()
     let rc = pthread_create(&thread, nil, { raw in
         let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        nameThisThread(box.name)
         box.body()
         return nil
     }, box)
@@ -26,4 +27,14 @@ public func startDetachedThread(name: String, _ body: @escaping @Sendable () -> 
         // No thread could be made: run inline rather than lose the work.
         Unmanaged<Box>.fromOpaque(box).takeRetainedValue().body()
     }
+}
+
+/// Names the calling thread (what pthread_setname_np does, which Swift's Glibc module does not
+/// export: it is a GNU extension).
+private func nameThisThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
 }

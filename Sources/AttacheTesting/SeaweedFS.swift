@@ -33,7 +33,9 @@ public final class SeaweedFS: Sendable {
 
     /// Makes a bucket and writes a first object into it (with curl, signed), as the bucket of a
     /// real deployment exists before Attache writes to it: SeaweedFS grows the bucket's volumes
-    /// on its first write, which on a busy machine takes longer than a payload's deadline.
+    /// on its first write, which on a busy machine takes longer than a payload's deadline. The S3
+    /// port answers before the filer behind it is ready: each request is tried again on an error
+    /// for a few seconds (a bucket creation that failed before was seen failing a run).
     public func createBucket(_ name: String) async throws {
         let endpoint = self.endpoint, user = "\(accessKey):\(secretKey)", log = "\(directory)/curl.log"
         try await Self.threads.run { _ in
@@ -41,11 +43,16 @@ public final class SeaweedFS: Sendable {
             // S3 wants the payload's hash in x-amz-content-sha256, which curl 7.88 does not add.
             let object = ["--data-binary", "x", "-H", "x-amz-content-sha256: \(try SHA256.hex(Array("x".utf8)))"]
             for (url, body) in [("\(endpoint)/\(name)", [String]()), ("\(endpoint)/\(name)/warm-up", object)] {
-                let pid = try spawn(["/usr/bin/curl", "-sf", "--max-time", "60", "-X", "PUT"] + body
+                let pid = try spawn(["/usr/bin/curl", "-sSf", "--max-time", "60", "--retry", "10", "--retry-all-errors",
+                                     "--retry-delay", "1", "-X", "PUT"] + body
                                     + ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, url], output: log)
                 var status: Int32 = 0
                 waitpid(pid, &status, 0)
-                guard status == 0 else { throw OriginError("curl PUT \(url) failed (see \(log))") }
+                guard status == 0 else {
+                    // The directory the log is in is removed with the server: its words go into the error.
+                    let said = (try? readFile(log)).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
+                    throw OriginError("curl PUT \(url) failed: \(said)")
+                }
             }
         }
     }

@@ -1,35 +1,31 @@
 import AttacheSupport
+import AttacheTestTraits
 import AttacheTesting
 import Testing
 @testable import AttacheMedia
 
 /// HEIC, AVIF, WebP and JPEG XL, which iOS does not show: read by their own libraries, converted
 /// to JPEG, PNG or an animated GIF. The samples are Debian's encoders' output
-/// (Samples/media/make-converted.sh).
-@Suite(.serialized) struct ConvertedImageTests {
+/// (Samples/media/make-converted.sh). A conversion takes seconds in a debug build: on the tests'
+/// own threads, one case at a time.
+@Suite(.serialized, .onTestThreads) struct ConvertedImageTests {
     let pipeline = ImagePipeline()
 
-    /// Renders on a pool thread: a conversion takes seconds in a debug build, and the test
-    /// runner's cooperative threads (one per core) must stay free for the other suites' tasks.
-    func render(_ bytes: [UInt8], _ options: RenderOptions = RenderOptions(), limits: MediaLimits = MediaLimits()) async throws -> ImageRendition {
-        try await BlockingPool.shared.run { _ in
-            let pipeline = ImagePipeline(limits: limits)
-            return try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options)
-        }
+    func render(_ bytes: [UInt8], _ options: RenderOptions = RenderOptions(), limits: MediaLimits = MediaLimits()) throws -> ImageRendition {
+        let pipeline = ImagePipeline(limits: limits)
+        return try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: options)
     }
 
-    /// Two encoded images decoded and compared (on a pool thread): the mean difference per
-    /// channel value, 0–255 (255 when the sizes differ), and whether the first has alpha.
-    func compare(_ a: [UInt8], _ aFormat: MediaFormat, _ b: [UInt8], _ bFormat: MediaFormat) async throws -> (difference: Double, alpha: Bool) {
-        try await BlockingPool.shared.run { _ in
-            func decode(_ bytes: [UInt8], _ format: MediaFormat) throws -> Pixels {
-                try bytes.withUnsafeBytes { try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag()) }
-            }
-            let first = try decode(a, aFormat)
-            let x = first.straightRGBA(), y = try decode(b, bFormat).straightRGBA()
-            guard x.count == y.count, !x.isEmpty else { return (255, first.hasAlpha) }
-            return (Double(zip(x, y).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(x.count), first.hasAlpha)
+    /// Two encoded images decoded and compared: the mean difference per channel value, 0–255
+    /// (255 when the sizes differ), and whether the first has alpha.
+    func compare(_ a: [UInt8], _ aFormat: MediaFormat, _ b: [UInt8], _ bFormat: MediaFormat) throws -> (difference: Double, alpha: Bool) {
+        func decode(_ bytes: [UInt8], _ format: MediaFormat) throws -> Pixels {
+            try bytes.withUnsafeBytes { try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag()) }
         }
+        let first = try decode(a, aFormat)
+        let x = first.straightRGBA(), y = try decode(b, bFormat).straightRGBA()
+        guard x.count == y.count, !x.isEmpty else { return (255, first.hasAlpha) }
+        return (Double(zip(x, y).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(x.count), first.hasAlpha)
     }
 
     @Test(arguments: [
@@ -49,7 +45,7 @@ import Testing
     /// placeholder, and looks like the image it was made from.
     @Test(arguments: ["photo.heic", "photo.avif", "photo.webp", "photo.jxl"])
     func stillsBecomeJPEG(_ name: String) async throws {
-        let r = try await render(Fixtures.bytes(name))
+        let r = try render(Fixtures.bytes(name))
         let display = try #require(r.display)
         #expect(display.format == .jpeg)
         #expect((display.width, display.height) == (640, 480))
@@ -57,17 +53,17 @@ import Testing
         #expect(r.convertedFrom == r.header.format)
         #expect(r.thumbhash != nil)
         // Against the JPEG sample it was encoded from, scaled the same way (lossy both ends).
-        let source = try await render(Fixtures.bytes("photo.jpg"), RenderOptions(displaySize: 640))
-        #expect(try await compare(display.bytes, .jpeg, try #require(source.display).bytes, .jpeg).difference < 12)
+        let source = try render(Fixtures.bytes("photo.jpg"), RenderOptions(displaySize: 640))
+        #expect(try compare(display.bytes, .jpeg, try #require(source.display).bytes, .jpeg).difference < 12)
     }
 
     @Test(arguments: ["alpha.heic", "alpha.avif", "alpha.webp"])
     func transparencyBecomesPNG(_ name: String) async throws {
-        let r = try await render(Fixtures.bytes(name))
+        let r = try render(Fixtures.bytes(name))
         let display = try #require(r.display)
         #expect(display.format == .png)
         #expect(r.thumbnail.format == .png)
-        let (difference, alpha) = try await compare(display.bytes, .png, Fixtures.bytes("alpha.png"), .png)
+        let (difference, alpha) = try compare(display.bytes, .png, Fixtures.bytes("alpha.png"), .png)
         #expect(alpha)
         #expect(difference < 12)
     }
@@ -77,12 +73,12 @@ import Testing
     @Test func avifRotationIsApplied() async throws {
         let header = try pipeline.inspect(Fixtures.bytes("rotated.avif"))
         #expect((header.orientation, header.displayWidth, header.displayHeight) == (6, 400, 600))
-        let r = try await render(Fixtures.bytes("rotated.avif"))
+        let r = try render(Fixtures.bytes("rotated.avif"))
         let display = try #require(r.display)
         #expect((display.width, display.height) == (400, 600))
-        let jpeg = try await render(Fixtures.bytes("rotated.jpg"))
+        let jpeg = try render(Fixtures.bytes("rotated.jpg"))
         #expect((r.thumbnail.width, r.thumbnail.height) == (jpeg.thumbnail.width, jpeg.thumbnail.height))
-        let error = try await compare(r.thumbnail.bytes, .jpeg, jpeg.thumbnail.bytes, .jpeg).difference
+        let error = try compare(r.thumbnail.bytes, .jpeg, jpeg.thumbnail.bytes, .jpeg).difference
         #expect(error < 12, "mean difference \(error)")
     }
 
@@ -96,24 +92,24 @@ import Testing
         let length = avif[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
         let profile = Array(avif[start..<start + length])
         #expect(profile[16..<20].elementsEqual("RGB ".utf8))
-        let r = try await render(avif)
+        let r = try render(avif)
         let display = try #require(r.display).bytes
         #expect(display.firstRange(of: Array("ICC_PROFILE\0".utf8)) != nil)
         #expect(display.firstRange(of: profile) != nil)
         // An sRGB source gets none.
-        #expect(try #require(await render(Fixtures.bytes("photo.webp")).display).bytes.firstRange(of: Array("ICC_PROFILE\0".utf8)) == nil)
+        #expect(try #require(render(Fixtures.bytes("photo.webp")).display).bytes.firstRange(of: Array("ICC_PROFILE\0".utf8)) == nil)
     }
 
     /// An animation becomes an animated GIF of every frame, which the GIF reader takes back.
     @Test(arguments: ["animated.webp", "animated.avif"])
     func animationsBecomeGIF(_ name: String) async throws {
-        let r = try await render(Fixtures.bytes(name))
+        let r = try render(Fixtures.bytes(name))
         let display = try #require(r.display)
         #expect(display.format == .gif)
         #expect(display.frames == 7)
         let header = try pipeline.inspect(display.bytes)
         #expect((header.format, header.width, header.height, header.frames) == (.gif, 200, 150, 7))
-        _ = try await render(display.bytes)  // every frame decodes
+        _ = try render(display.bytes)  // every frame decodes
         #expect(r.thumbnail.format == .jpeg)
     }
 
@@ -121,21 +117,21 @@ import Testing
     /// fits, a still of the first frame goes instead.
     @Test func animationsAreFittedToTheCap() async throws {
         let movie = Fixtures.bytes("movie.webp")  // 20 frames of 320x240 video
-        let whole = try #require(await render(movie).display)
+        let whole = try #require(render(movie).display)
         #expect((whole.format, whole.frames, whole.width) == (.gif, 20, 320))
         let cap = whole.bytes.count / 3
-        let fitted = try #require(await render(movie, limits: MediaLimits(imageBytes: cap)).display)
+        let fitted = try #require(render(movie, limits: MediaLimits(imageBytes: cap)).display)
         #expect(fitted.format == .gif)
         #expect(fitted.bytes.count <= cap)
         #expect(fitted.frames > 1)
         #expect(fitted.width < whole.width || fitted.frames < whole.frames)
         #expect(try pipeline.inspect(fitted.bytes).frames == fitted.frames)
         let tight = movie.count / 2  // the least a 75 KB source is taken with
-        let smaller = try #require(await render(movie, limits: MediaLimits(imageBytes: tight)).display)
+        let smaller = try #require(render(movie, limits: MediaLimits(imageBytes: tight)).display)
         #expect(smaller.bytes.count <= tight)
         // 7 frames of animated.webp in 600 bytes: no GIF fits, its first frame goes as a still.
         let small = Fixtures.bytes("animated.webp")
-        let still = try #require(await render(small, limits: MediaLimits(imageBytes: max(600, small.count / 2))).display)
+        let still = try #require(render(small, limits: MediaLimits(imageBytes: max(600, small.count / 2))).display)
         #expect(still.format == .jpeg)
         #expect(still.frames == 1)
     }
@@ -143,19 +139,19 @@ import Testing
     /// A GIF over the cap (up to twice it is downloaded) is made to fit the same way, not refused;
     /// what stays is the read limit on frames.
     @Test func oversizeGIFsAreFitted() async throws {
-        let gif = try #require(await render(Fixtures.bytes("movie.webp")).display).bytes  // 20 frames, 320x240
+        let gif = try #require(render(Fixtures.bytes("movie.webp")).display).bytes  // 20 frames, 320x240
         let cap = gif.count * 2 / 3
         let limits = MediaLimits(imageBytes: cap)
         let header = try ImagePipeline(limits: limits).inspect(gif)
         #expect((header.format, header.frames) == (.gif, 20))
-        let fitted = try #require(await render(gif, limits: limits).display)
+        let fitted = try #require(render(gif, limits: limits).display)
         #expect(fitted.format == .gif)
         #expect(fitted.bytes.count <= cap)
         #expect(fitted.frames > 1)
         #expect(try pipeline.inspect(fitted.bytes).frames == fitted.frames)
         // Over twice the cap is not downloaded in full, and refused if it were.
-        await #expect { try await render(gif, limits: MediaLimits(imageBytes: gif.count / 3)) } throws: { ($0 as? MediaError)?.code == .tooLarge }
-        await #expect { try await render(Fixtures.gif(frames: 3), limits: MediaLimits(maxGIFFrames: 2)) } throws: {
+        #expect { try render(gif, limits: MediaLimits(imageBytes: gif.count / 3)) } throws: { ($0 as? MediaError)?.code == .tooLarge }
+        #expect { try render(Fixtures.gif(frames: 3), limits: MediaLimits(maxGIFFrames: 2)) } throws: {
             ($0 as? MediaError)?.code == .limitsExceeded
         }
     }
@@ -166,9 +162,9 @@ import Testing
         let bytes = Fixtures.bytes(name)
         for keep in [bytes.count / 2, bytes.count * 9 / 10, 40] {
             let cut = Array(bytes.prefix(keep))
-            await #expect(throws: MediaError.self) { try await render(cut) }
+            #expect(throws: MediaError.self) { try render(cut) }
             do {
-                _ = try await render(cut)
+                _ = try render(cut)
             } catch let error as MediaError {
                 #expect(error.code == .invalidMedia, "\(name) cut at \(keep): \(error)")
             }

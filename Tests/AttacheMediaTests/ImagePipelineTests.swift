@@ -1,9 +1,10 @@
 import AttacheSupport
+import AttacheTestTraits
 import AttacheTesting
 import Testing
 @testable import AttacheMedia
 
-@Suite struct ImagePipelineTests {
+@Suite(.onTestThreads) struct ImagePipelineTests {
     let pipeline = ImagePipeline()
 
     func render(_ bytes: [UInt8], _ options: RenderOptions = RenderOptions()) throws -> ImageRendition {
@@ -213,7 +214,7 @@ import Testing
 
 /// The resampler on synthetic images: weights that sum to one, channels that never mix, and the
 /// premultiplied bound, for the vectorised 3- and 4-channel paths and the generic one.
-@Suite struct ResampleTests {
+@Suite(.onTestThreads) struct ResampleTests {
     func image(_ width: Int, _ height: Int, _ channels: Int, _ sample: (Int, Int, Int) -> UInt8) -> Pixels {
         var samples: [UInt8] = []
         for y in 0..<height { for x in 0..<width { for c in 0..<channels { samples.append(sample(x, y, c)) } } }
@@ -225,11 +226,9 @@ import Testing
         let colour: [UInt8] = [200, 17, 99, 230]
         let out = try ImageCodecs.resize(image(sizes.0, sizes.1, channels) { _, _, c in colour[c] }, width: sizes.2, height: sizes.3)
         #expect((out.width, out.height) == (sizes.2, sizes.3))
-        for y in 0..<out.height {
-            for x in 0..<out.width {
-                #expect(out.channelValues(x: x, y: y) == colour.prefix(channels).map(Int.init))
-            }
-        }
+        let flat = colour.prefix(channels).map(Int.init)
+        let off = (0..<out.height).flatMap { y in (0..<out.width).filter { out.channelValues(x: $0, y: y) != flat }.map { ($0, y) } }
+        #expect(off.isEmpty, "\(off.count) pixels differ, the first at \(off.first.map { "\($0)" } ?? "")")
     }
 
     @Test(arguments: [3, 4])

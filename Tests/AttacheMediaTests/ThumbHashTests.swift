@@ -2,13 +2,14 @@
 import Glibc
 #endif
 import AttacheSupport
+import AttacheTestTraits
 import AttacheTesting
 import Testing
 @testable import AttacheMedia
 
 /// The placeholder is checked the way an app uses it: decoded by the reference decoder (ported
 /// below from evanw/thumbhash's `thumbHashToRGBA`), it must look like the image it was made from.
-@Suite(.serialized) struct ThumbHashTests {
+@Suite(.serialized, .onTestThreads) struct ThumbHashTests {
     /// The reference decoder: the hash back to a small RGBA image (at most 32 pixels a side).
     static func decode(_ hash: [UInt8]) -> (width: Int, height: Int, rgba: [UInt8]) {
         let header24 = Int(hash[0]) | Int(hash[1]) << 8 | Int(hash[2]) << 16
@@ -80,31 +81,26 @@ import Testing
         return (w, h, rgba)
     }
 
-    /// The image scaled (by the pipeline's own resampler) to the decoded placeholder's size; on a
-    /// pool thread, as the test runner's cooperative threads must stay free.
-    func scaled(_ name: String, width: Int, height: Int) async throws -> [UInt8] {
+    /// The image scaled (by the pipeline's own resampler) to the decoded placeholder's size.
+    func scaled(_ name: String, width: Int, height: Int) throws -> [UInt8] {
         let bytes = Fixtures.bytes(name)
         let format = try #require(Sniffer.sniff(bytes))
-        return try await BlockingPool.shared.run { _ in
-            let pixels = try bytes.withUnsafeBytes {
-                try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
-            }
-            return try ImageCodecs.resize(pixels, width: width, height: height).straightRGBA()
+        let pixels = try bytes.withUnsafeBytes {
+            try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
         }
+        return try ImageCodecs.resize(pixels, width: width, height: height).straightRGBA()
     }
 
     /// The image's hash as the pipeline makes it for a thumbnail, and whether a render carries one.
-    func hash(_ name: String) async throws -> [UInt8] {
+    func hash(_ name: String) throws -> [UInt8] {
         let bytes = Fixtures.bytes(name)
         let format = try #require(Sniffer.sniff(bytes))
-        let (text, rendered) = try await BlockingPool.shared.run { _ in
-            let pipeline = ImagePipeline()
-            let pixels = try bytes.withUnsafeBytes {
-                try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
-            }
-            return (try pipeline.placeholder(pixels), try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: RenderOptions()))
+        let pipeline = ImagePipeline()
+        let pixels = try bytes.withUnsafeBytes {
+            try ImageCodecs.decode($0, format: format, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
         }
-        #expect(rendered.thumbhash != nil)
+        let text = try pipeline.placeholder(pixels)
+        #expect(try pipeline.render(bytes, header: try pipeline.inspect(bytes), options: RenderOptions()).thumbhash != nil)
         return try #require(Self.base64Decode(text))
     }
 
@@ -124,12 +120,12 @@ import Testing
     }
 
     @Test func aPhotoDecodesToAPlaceholderCloseToIt() async throws {
-        let hash = try await hash("photo.jpg")
+        let hash = try hash("photo.jpg")
         #expect((20...30).contains(hash.count))
         let placeholder = Self.decode(hash)
         // 4:3 as the reference decoder approximates it (7 by 5 luminance terms).
         #expect((placeholder.width, placeholder.height) == (32, 23))
-        let image = try await scaled("photo.jpg", width: 32, height: 23)
+        let image = try scaled("photo.jpg", width: 32, height: 23)
         let error = Double(zip(placeholder.rgba, image).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(image.count)
         #expect(error < 24, "mean difference \(error)")
         // And it is not any placeholder: a flat grey is further from the photo.
@@ -138,10 +134,10 @@ import Testing
     }
 
     @Test func alphaIsKept() async throws {
-        let hash = try await hash("alpha.png")
+        let hash = try hash("alpha.png")
         #expect(hash[2] & 0x80 != 0)  // the alpha flag
         let placeholder = Self.decode(hash)
-        let image = try await scaled("alpha.png", width: placeholder.width, height: placeholder.height)
+        let image = try scaled("alpha.png", width: placeholder.width, height: placeholder.height)
         let alphaError = stride(from: 3, to: image.count, by: 4).reduce(0) { $0 + abs(Int(placeholder.rgba[$1]) - Int(image[$1])) }
         #expect(Double(alphaError) / Double(image.count / 4) < 48)
     }

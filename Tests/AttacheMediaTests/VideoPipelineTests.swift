@@ -1,9 +1,10 @@
 import AttacheSupport
 import AttacheTesting
+import AttacheTestTraits
 import Testing
 @testable import AttacheMedia
 
-@Suite struct VideoPipelineTests {
+@Suite(.onTestThreads) struct VideoPipelineTests {
     let pipeline = VideoPipeline()
 
     @Test(arguments: [

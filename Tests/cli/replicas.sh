@@ -11,8 +11,9 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # The store, with its bucket made before the replicas start, as a real one would be (readiness
 # asks for it).
-start_seaweedfs "$tmp/weed" media || { echo "FAIL: no SeaweedFS"; exit 1; }
-pids+=("$weed_pid")
+started=0; start_seaweedfs "$tmp/weed" media || started=$?
+[ -n "${weed_pid:-}" ] && pids+=("$weed_pid")
+[ "$started" = 0 ] || { echo "FAIL: SeaweedFS did not start with its bucket"; tail -n 20 "$tmp/weed/weed.log" 2>/dev/null; exit 1; }
 
 # The origin: one that logs every request, to count fetches.
 oport=$(free_port)
