@@ -194,7 +194,7 @@ let package = Package(
         .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheTests",
-            dependencies: ["Attache", "AttacheIsolation", "AttacheTools", "AttacheTesting", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Attache", "AttacheIsolation", "AttacheTools", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "AttacheServerTests",

@@ -11,6 +11,7 @@ typedef struct {
     int rows_in_sums;
     int next_out_row;
     int premultiply;   // the rows are straight RGBA: premultiply before summing
+    int weighted;      // premultiplied colour is summed as value × alpha, divided by 255 once per output value
     attache_image image;
 } attache_shrinker;
 

@@ -9,15 +9,18 @@ import Glibc
 #endif
 
 /// A pool of `helpers` sandboxed helpers (the attache-decode built beside these tests). Started
-/// on a pool thread: the pool's start waits for its first helper to say it is ready, and two
-/// dozen such waits at once on the test runner's cooperative threads (one per core) stalled
-/// every other suite for seconds, the service's timeout tests among them.
+/// on threads of these tests' own: the pool's start waits for its first helper to say it is
+/// ready, and two dozen such waits at once on the test runner's cooperative threads (one per
+/// core) stalled every other suite for seconds; on BlockingPool.shared they queued in front of
+/// the in-process decodes of other suites' enrichments, which then missed their deadlines.
 func makePool(helpers: Int = 1, _ tweak: (inout DecoderPool.Configuration) -> Void = { _ in }) async throws -> DecoderPool {
     var configuration = DecoderPool.Configuration(helpers: helpers)
     tweak(&configuration)
     let ready = configuration
-    return try await BlockingPool.shared.run { _ in try DecoderPool(configuration: ready) }
+    return try await poolStarts.run { _ in try DecoderPool(configuration: ready) }
 }
+
+private let poolStarts = BlockingPool(threads: 2, name: "test-pool-start")
 
 /// What a test job that makes a forbidden call answers (or how it ends).
 func tryCall(_ pool: DecoderPool, _ call: String) async throws -> WireFrame {

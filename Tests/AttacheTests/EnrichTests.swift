@@ -3,12 +3,15 @@ import AttacheIsolation
 import AttacheMedia
 import AttachePayload
 import AttacheSupport
+import AttacheTestTraits
 import AttacheTesting
 import Logging
 import Synchronization
 import Testing
 
-@Suite struct EnrichTests {
+/// On the tests' own threads: half the dialect cases start a sandboxed helper, which waits for
+/// it in a plain loop.
+@Suite(.onTestThreads) struct EnrichTests {
     @Test(arguments: [
         ("fcm.json", ["public.jpeg"]), ("onesignal.json", ["public.png", "public.png"]),
         ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
