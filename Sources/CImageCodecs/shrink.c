@@ -11,8 +11,9 @@ int attache_shrinker_init(attache_shrinker *s, int in_width, int in_height, int 
     s->factor = factor;
     s->premultiply = premultiply && channels == 4;
     // value × alpha summed over a block: 65025 f² must fit in 32 bits. Past that (a 100,000 px
-    // edge shrunk to a few dozen) each pixel is premultiplied, and divided, on its own.
-    s->weighted = s->premultiply && factor <= 256;
+    // edge shrunk to a few dozen), and with no shrink (a division per value either way, and the
+    // integer one is faster), each pixel is premultiplied, and divided, on its own.
+    s->weighted = s->premultiply && factor > 1 && factor <= 256;
     s->out_width = (in_width + factor - 1) / factor;
     s->out_height = (in_height + factor - 1) / factor;
     s->sums = calloc((size_t)s->out_width * channels, sizeof(uint32_t));
