@@ -5,6 +5,11 @@ import Glibc
 /// Media for tests: the repository's Samples (found from this file's path, so tests run from a
 /// checkout) and hand-made files that exercise the header limits.
 public enum Fixtures {
+    /// The deadline of a test that expects media attached: generous, as it must not fall back on
+    /// a busy machine (a fresh suite's start keeps both cores busy for seconds: 5 s failed a
+    /// loaded run). Tests of the deadline set their own.
+    public static let generousDeadline: Duration = .seconds(15)
+
     public static let repositoryRoot: String = {
         var parts = #filePath.split(separator: "/").map(String.init)
         parts.removeLast(3)  // Sources/AttacheTesting/MediaFixtures.swift

@@ -48,11 +48,8 @@ public final class SeaweedFS: Sendable {
                                     + ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, url], output: log)
                 var status: Int32 = 0
                 waitpid(pid, &status, 0)
-                guard status == 0 else {
-                    // The directory the log is in is removed with the server: its words go into the error.
-                    let said = (try? readFile(log)).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
-                    throw OriginError("curl PUT \(url) failed: \(said)")
-                }
+                // The directory the log is in is removed with the server: its words go into the error.
+                guard status == 0 else { throw OriginError("curl PUT \(url) failed: \(logTail(log))") }
             }
         }
     }

@@ -37,10 +37,10 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
                 exited = waitpid(pid, &status, WNOHANG) == pid
                 if !exited { usleep(100_000) }
             }
-            // Its last words go into the error: the directory the log is in is removed.
-            let said = (try? readFile("\(directory)/\(log)")).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
             if exited && attempt < 3 { continue }
             if !exited { terminate(pid) }
+            // Its last words go into the error: the directory the log is in is removed.
+            let said = logTail("\(directory)/\(log)")
             removeTree(directory)
             throw OriginError("\(name) did not answer on port \(readyPort(ports)) within \(within)\(exited ? " (it exited)" : ""); its log ended: \(said)")
         }
@@ -73,6 +73,12 @@ func withServer<S: Sendable, T: Sendable>(on threads: BlockingPool, start: @esca
         _ = try? await threads.run { _ in stop(server) }
         throw error
     }
+}
+
+/// The end of a log a test's program wrote (its last 2,000 bytes), for an error that outlives the
+/// log's directory; empty when it cannot be read.
+func logTail(_ path: String) -> String {
+    (try? readFile(path)).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
 }
 
 /// Whether something on 127.0.0.1:`port` answers a request with an HTTP status line within 1 s.

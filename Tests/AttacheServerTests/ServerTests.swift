@@ -11,10 +11,7 @@ import Logging
 import Prometheus
 import Testing
 
-/// A service on an origin serving Samples/media, with its own metrics registry. Its deadline is
-/// generous (as `Harness`'s): tests that expect media attached must not fall back on a busy
-/// machine, where a fresh clone's suite start keeps both cores busy for seconds (5 s failed a
-/// loaded run); tests of the deadline set their own.
+/// A service on an origin serving Samples/media, with its own metrics registry.
 struct ServiceHarness {
     let origin: Origin
     let mediaDirectory: String
@@ -22,7 +19,7 @@ struct ServiceHarness {
     let registry = PrometheusCollectorRegistry()
     let server: ServerConfiguration
 
-    init(tokens: [String] = [], maxInFlight: Int = 64, deadline: Duration = .seconds(15), cache: Bool = true,
+    init(tokens: [String] = [], maxInFlight: Int = 64, deadline: Duration = Fixtures.generousDeadline, cache: Bool = true,
          maxMediaJobs: Int = 32, connections: ConnectionLimits = ConnectionLimits(), minimumFreeBytes: Int = 0) throws {
         origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         mediaDirectory = try makeTempDirectory()

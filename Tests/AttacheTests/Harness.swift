@@ -21,9 +21,7 @@ struct Harness {
         var options = EnrichmentOptions()
         options.mediaDirectory = mediaDirectory
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        // Generous: tests that expect media attached must not fail on a busy machine (deadline
-        // tests set their own).
-        options.deadline = .seconds(15)
+        options.deadline = Fixtures.generousDeadline
         tweak(&options)
         return try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

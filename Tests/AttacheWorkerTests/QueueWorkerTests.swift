@@ -13,7 +13,7 @@ import Testing
 
     /// A worker consuming from `server` until `body` returns; what it published, read back from
     /// ATTACHE_OUT, is handed to `body` through `outputs`.
-    func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = .seconds(15),
+    func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = Fixtures.generousDeadline,
                     _ body: (NATSConnection) async throws -> Void) async throws {
         var options = EnrichmentOptions()
         options.mediaDirectory = try makeTempDirectory()
