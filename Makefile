@@ -77,11 +77,11 @@ demo: build
 # to measure): they run after the rest, one test at a time, on a quieter machine.
 test: test-deps
 	$(SWIFT) build $(DEBUG_FLAGS) --build-tests
-	$(SWIFT) test $(DEBUG_FLAGS) --skip Deadline
-	$(SWIFT) test $(DEBUG_FLAGS) --filter Deadline --no-parallel
+	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --skip Deadline
+	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --filter Deadline --no-parallel
 	# The extension samples, as a package of their own that depends on Attache (by path), as a
 	# user's would.
-	$(SWIFT) test $(DEBUG_FLAGS) --package-path Samples/extensions
+	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --package-path Samples/extensions
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/sandbox.sh $(DEBUG_BIN)

@@ -153,17 +153,3 @@ func terminate(_ pid: pid_t) {
     kill(pid, SIGKILL)
     waitpid(pid, &status, 0)
 }
-
-/// rm -rf, for test directories.
-func removeTree(_ path: String) {
-    guard let entries = try? directoryEntries(path) else {
-        unlink(path)
-        return
-    }
-    for name in entries {
-        let child = "\(path)/\(name)"
-        var info = stat()
-        if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-    }
-    rmdir(path)
-}

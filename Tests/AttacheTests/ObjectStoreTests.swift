@@ -41,7 +41,7 @@ import Testing
             let h = try Harness()
             let e = try h.enrichment {
                 $0.objectStore = objectStore(server)
-                $0.deadline = .seconds(2)
+                $0.deadline = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
             }
             defer { h.stop(e) }
             await server.halt()
@@ -50,7 +50,7 @@ import Testing
             let emission = try await e.enrich(input)
             #expect(emission.bytes == input)
             #expect(emission.reason == .storeFailed)
-            #expect(start.duration(to: .now) < .seconds(2) + .seconds(1))
+            #expect(start.duration(to: .now) < .seconds(5) + .seconds(1))
         }
     }
 
