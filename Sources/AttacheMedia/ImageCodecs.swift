@@ -48,6 +48,9 @@ final class Pixels {
         return out
     }
 
+    /// Every sample, row by row (for tests).
+    var samples: [UInt8] { Array(UnsafeBufferPointer(start: image.pixels, count: width * height * Int(image.channels))) }
+
     /// One pixel's channel values (for tests and diagnostics).
     func channelValues(x: Int, y: Int) -> [Int] {
         let c = Int(image.channels)
@@ -112,27 +115,48 @@ enum ImageCodecs {
         return profile[16..<20].elementsEqual("RGB ".utf8) ? profile : nil
     }
 
+    /// The decoder of a still format.
+    private static func decoder(_ format: MediaFormat) -> attache_decode_fn? {
+        switch format {
+        case .jpeg: attache_jpeg_decode
+        case .png: attache_png_decode
+        case .gif: attache_gif_decode
+        case .webp: attache_webp_decode
+        case .heic: attache_heif_decode
+        case .avif: attache_avif_decode
+        case .jxl: attache_jxl_decode
+        default: nil
+        }
+    }
+
     static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) throws -> Pixels {
+        try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: nil).decoded
+    }
+
+    /// Decodes and, when `edge` is given, resamples the decoded pixels to fit it on a second
+    /// thread while the decode runs (attache_decode_resized): `fitted` is nil when they already fit.
+    static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
+                       fitting edge: Int?) throws -> (decoded: Pixels, fitted: Pixels?) {
         var options = decodeOptions(plan: plan, limits: limits, abort: abort)
         var out = attache_image()
+        var resized = attache_image()
         let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let status: attache_status
-        switch format {
-        case .jpeg: status = attache_jpeg_decode(data, bytes.count, &options, &out)
-        case .png: status = attache_png_decode(data, bytes.count, &options, &out)
-        case .gif: status = attache_gif_decode(data, bytes.count, &options, &out)
-        case .webp: status = attache_webp_decode(data, bytes.count, &options, &out)
-        case .heic: status = attache_heif_decode(data, bytes.count, &options, &out)
-        case .avif: status = attache_avif_decode(data, bytes.count, &options, &out)
-        case .jxl: status = attache_jxl_decode(data, bytes.count, &options, &out)
-        default: status = ATTACHE_ERR_UNSUPPORTED
+        if let decode = decoder(format) {
+            if let edge {
+                status = attache_decode_resized(decode, data, bytes.count, &options, Int32(clamping: edge), &out, &resized)
+            } else {
+                status = decode(data, bytes.count, &options, &out)
+            }
+        } else {
+            status = ATTACHE_ERR_UNSUPPORTED
         }
         withExtendedLifetime(abort) {}
         let icc = takeProfile(&options)
         try check(status, message(&options), what: format.rawValue)
         let pixels = Pixels(out)
         pixels.icc = icc
-        return pixels
+        return (pixels, resized.pixels == nil ? nil : derived(resized, from: pixels))
     }
 
     /// What the library of a converted format reads from its header: size, frames, alpha.
@@ -268,12 +292,17 @@ enum ImageCodecs {
         return pixels
     }
 
-    /// JPEG for opaque images, PNG (straight alpha) when there is transparency. An opaque RGBA
-    /// image loses its (unused) alpha channel in place.
-    static func encode(_ pixels: Pixels, quality: Int) throws -> (bytes: [UInt8], format: MediaFormat) {
+    /// An RGBA image with no pixel below full opacity made RGB, in place.
+    static func dropUnusedAlpha(_ pixels: Pixels) {
         if pixels.hasAlpha && attache_is_opaque(&pixels.image) != 0 {
             attache_drop_alpha(&pixels.image)
         }
+    }
+
+    /// JPEG for opaque images, PNG (straight alpha) when there is transparency. An opaque RGBA
+    /// image loses its (unused) alpha channel in place.
+    static func encode(_ pixels: Pixels, quality: Int) throws -> (bytes: [UInt8], format: MediaFormat) {
+        dropUnusedAlpha(pixels)
         var buffer: UnsafeMutablePointer<UInt8>?
         var length = 0
         var text = [CChar](repeating: 0, count: 160)

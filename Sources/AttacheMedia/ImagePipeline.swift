@@ -167,18 +167,28 @@ public struct ImagePipeline: Sendable {
         }
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)
-        let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort)
+        // The display copy's resample runs beside the decode, on the rows it has finished.
+        let (decoded, fitted) = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
+                                                       fitting: needsDisplay ? options.displaySize : nil)
 
-        var display: RenderedImage?
-        var thumbnailSource = decoded
-        if needsDisplay {
-            let scaled = try scaled(decoded, clip: nil, edge: options.displaySize)
-            display = try encode(ImageCodecs.orient(scaled, orientation: header.orientation), quality: options.jpegQuality)
-            // The thumbnail from the display copy's pixels when they are enough for it: a third
-            // of the pixels to resample.
-            if max(scaled.width, scaled.height) >= thumbnailTarget(options) { thumbnailSource = scaled }
+        guard needsDisplay else {
+            return try finish(header: header, firstFrame: decoded, display: nil, options: options)
         }
-        return try finish(header: header, firstFrame: decoded, thumbnailSource: thumbnailSource, display: display, options: options)
+        let scaled = try fitted ?? scaled(decoded, clip: nil, edge: options.displaySize)
+        // Both threads read `scaled`: the encoder's one change to it (an unused alpha channel
+        // dropped) is made before they start.
+        ImageCodecs.dropUnusedAlpha(scaled)
+        // The thumbnail from the display copy's pixels when they are enough for it: a third of
+        // the pixels to resample.
+        let thumbnailSource = max(scaled.width, scaled.height) >= thumbnailTarget(options) ? scaled : decoded
+        // The display copy is encoded on a second thread while this one makes the thumbnail.
+        var (display, rendition) = try concurrently({
+            try encode(ImageCodecs.orient(scaled, orientation: header.orientation), quality: options.jpegQuality)
+        }, {
+            try finish(header: header, firstFrame: decoded, thumbnailSource: thumbnailSource, display: nil, options: options)
+        })
+        rendition.display = display
+        return rendition
     }
 
     /// The thumbnail's longest edge over the clipped share of the source: what the source must

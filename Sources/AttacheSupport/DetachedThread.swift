@@ -38,3 +38,40 @@ private func nameThisThread(_ name: String) {
     let bytes = Array(name.utf8.prefix(15))
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
 }
+
+/// Runs `side` on a second OS thread while the calling thread runs `main`; returns when both
+/// have, with both results (the first error, `main`'s before `side`'s). For two independent
+/// pieces of one blocking job (a render's display copy and its thumbnail), so that the job takes
+/// the longer of the two, not their sum, when a core is free. Without a thread, one after the other.
+public func concurrently<A, B>(_ side: () throws -> A, _ main: () throws -> B) throws -> (A, B) {
+    // The closures do not escape: the thread is joined before this returns.
+    try withoutActuallyEscaping(side) { side in
+        let job = SideJob(side)
+        let raw = Unmanaged.passRetained(job).toOpaque()
+        var thread = pthread_t()
+        guard pthread_create(&thread, nil, { raw in
+            Unmanaged<AnySideJob>.fromOpaque(raw!).takeUnretainedValue().run()
+            return nil
+        }, raw) == 0 else {
+            Unmanaged<SideJob<A>>.fromOpaque(raw).release()
+            return (try side(), try main())
+        }
+        let mainResult = Result { try main() }
+        pthread_join(thread, nil)
+        Unmanaged<SideJob<A>>.fromOpaque(raw).release()
+        return (try job.result!.get(), try mainResult.get())
+    }
+}
+
+/// What `concurrently` hands its thread (a C callback cannot name a generic type).
+private class AnySideJob: @unchecked Sendable {
+    func run() {}
+}
+
+/// Written by the thread, read only after the join.
+private final class SideJob<A>: AnySideJob, @unchecked Sendable {
+    let body: () throws -> A
+    var result: Result<A, any Error>?
+    init(_ body: @escaping () throws -> A) { self.body = body }
+    override func run() { result = Result { try body() } }
+}

@@ -137,6 +137,7 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
         longjmp(err.jump, 1);
     }
     shrinker_live = 1;
+    attache_shrinker_watch(&shrinker, options->rows);  // a resampler may take rows as they are finished
     row = malloc((size_t)width * cinfo.output_components);
     if (cmyk) rgb = malloc((size_t)width * 3);
     if (!row || (cmyk && !rgb)) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attache_codecs.h"
+#include "rows.h"
 
 typedef struct {
     int start;
@@ -80,6 +81,10 @@ static inline __attribute__((always_inline)) void horizontal_row(const uint8_t *
 // stays in cache (a whole horizontally resampled image did not: 12 MB for a 1440x900 -> 1080x675
 // resample, written once and read six times) and the memory is a few rows, not an image.
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
+    return attache_resize_rows(in, width, height, out, NULL);
+}
+
+attache_status attache_resize_rows(const attache_image *in, int width, int height, attache_image *out, attache_rows *gate) {
     memset(out, 0, sizeof *out);
     const int c = in->channels;
     if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0 || c < 1 || c > 4) return ATTACHE_ERR_INVALID;
@@ -98,9 +103,15 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
         return ATTACHE_ERR_NOMEM;
     }
     int next = 0;  // the next source row to resample horizontally
+    int final = gate ? 0 : in->height;  // source rows known to be finished
     for (int y = 0; y < height; y++) {
         const contribution *k = &v[y];
         for (; next < k->start + k->count; next++) {
+            if (next >= final) final = attache_rows_wait(gate, next);
+            if (next >= final || (gate && atomic_load_explicit(&gate->abandoned, memory_order_relaxed))) {
+                free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
+                return ATTACHE_ERR_ABORTED;  // the decoder ended without them
+            }
             const uint8_t *src = in->pixels + (size_t)next * in->width * c;
             float *t = rows + (size_t)(next % ring) * row;
             // With the channel count a constant, the per-channel loops unroll.

@@ -102,6 +102,7 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
         png_error(png, "out of memory");
     }
     shrinker_live = 1;
+    attache_shrinker_watch(&shrinker, options->rows);  // a resampler may take rows as they are finished
     size_t stride = png_get_rowbytes(png, info);
     if (passes > 1) {
         // Interlaced: every pass touches every row, so the whole image has to be held once.

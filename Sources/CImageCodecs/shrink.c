@@ -1,4 +1,5 @@
 #include "shrink.h"
+#include "rows.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,12 @@ static void emit_row(attache_shrinker *s) {
     memset(s->sums, 0, (size_t)s->out_width * c * sizeof(uint32_t));
     s->rows_in_sums = 0;
     s->next_out_row++;
+    if (s->rows) attache_rows_ready(s->rows, s->next_out_row);
+}
+
+void attache_shrinker_watch(attache_shrinker *s, attache_rows *rows) {
+    s->rows = rows;
+    if (rows) attache_rows_begin(rows, &s->image);
 }
 
 enum { STRAIGHT, WEIGHTED, EACH_PIXEL };
@@ -99,8 +106,10 @@ static inline __attribute__((always_inline)) void sum_rgba(attache_shrinker *s, 
 void attache_shrinker_push(attache_shrinker *s, const uint8_t *row) {
     const int c = s->channels, f = s->factor;
     if (f == 1 && !s->premultiply) {
-        if (s->next_out_row < s->out_height)
+        if (s->next_out_row < s->out_height) {
             memcpy(s->image.pixels + (size_t)s->next_out_row++ * s->out_width * c, row, (size_t)s->in_width * c);
+            if (s->rows) attache_rows_ready(s->rows, s->next_out_row);
+        }
         return;
     }
     uint32_t *sums = s->sums;
@@ -143,6 +152,7 @@ void attache_shrinker_finish(attache_shrinker *s, attache_image *out) {
     if (s->next_out_row < s->out_height) {
         size_t done = (size_t)s->next_out_row * s->out_width * s->channels;
         memset(s->image.pixels + done, 0, (size_t)s->out_width * s->out_height * s->channels - done);
+        if (s->rows) attache_rows_ready(s->rows, s->out_height);
     }
     *out = s->image;
     s->image.pixels = NULL;
@@ -151,6 +161,9 @@ void attache_shrinker_finish(attache_shrinker *s, attache_image *out) {
 }
 
 void attache_shrinker_free(attache_shrinker *s) {
+    // A resampler may be reading the rows published so far: it stops before they are freed.
+    if (s->rows && s->image.pixels) attache_rows_abandon(s->rows);
+    s->rows = NULL;
     free(s->sums);
     free(s->image.pixels);
     s->sums = NULL;

@@ -13,9 +13,12 @@ typedef struct {
     int premultiply;   // the rows are straight RGBA: premultiply before summing
     int weighted;      // premultiplied colour is summed as value × alpha, divided by 255 once per output value
     attache_image image;
+    attache_rows *rows;  // told of each finished row (NULL: nobody reads them before the end)
 } attache_shrinker;
 
 int attache_shrinker_init(attache_shrinker *s, int in_width, int in_height, int channels, int factor, int premultiply);
+/// Publishes the output rows to `rows` (may be NULL) as they are finished, from now on.
+void attache_shrinker_watch(attache_shrinker *s, attache_rows *rows);
 void attache_shrinker_push(attache_shrinker *s, const uint8_t *row);
 /// Flushes a partial last block and hands the image over (the shrinker no longer owns it).
 void attache_shrinker_finish(attache_shrinker *s, attache_image *out);

@@ -84,6 +84,48 @@ import Testing
         }
     }
 
+    /// The display copy resampled on a second thread from the rows the decoder has finished is
+    /// the copy a resample after the decode makes, bit for bit (JPEG and PNG publish rows as they
+    /// go; the other decoders hand their image over at the end).
+    @Test(arguments: [("photo.jpg", 8, 1), ("photo.jpg", 3, 1), ("progressive.jpg", 8, 1), ("alpha.png", 1, 1),
+                      ("alpha.png", 1, 3), ("palette.png", 1, 2), ("photo.webp", 1, 1), ("animated.gif", 1, 1)])
+    func theResampleBesideTheDecodeIsTheOneAfterIt(_ name: String, _ eighths: Int, _ shrink: Int) throws {
+        let bytes = Fixtures.bytes(name)
+        let format = try pipeline.inspect(bytes).format
+        var plan = DecodePlan()
+        (plan.jpegScaleEighths, plan.boxShrink) = (eighths, shrink)
+        try bytes.withUnsafeBytes { raw in
+            let (decoded, fitted) = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(), fitting: 100)
+            let beside = try #require(fitted)
+            let after = try pipeline.scaled(ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag()),
+                                            clip: nil, edge: 100)
+            #expect((beside.width, beside.height) == (after.width, after.height))
+            #expect(beside.samples == after.samples)
+            #expect(try decoded.samples == pipeline.scaled(decoded, clip: nil, edge: 10_000).samples)
+            // Already small enough: nothing is resampled.
+            #expect(try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(), fitting: 10_000).fitted == nil)
+        }
+    }
+
+    /// A decode that fails or is aborted part-way ends the resample beside it: an error, no image.
+    @Test func aDecodeThatFailsEndsTheResampleBesideIt() throws {
+        let png = Fixtures.bytes("alpha.png")
+        for cut in [png.count / 4, png.count / 2, png.count - 20] {
+            Array(png.prefix(cut)).withUnsafeBytes { raw in
+                #expect(throws: MediaError.self) {
+                    try ImageCodecs.decode(raw, format: .png, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag(), fitting: 100)
+                }
+            }
+        }
+        let aborted = AbortFlag()
+        aborted.set()
+        try Fixtures.bytes("photo.jpg").withUnsafeBytes { raw in
+            #expect(throws: CancellationError.self) {
+                try ImageCodecs.decode(raw, format: .jpeg, plan: DecodePlan(), limits: MediaLimits(), abort: aborted, fitting: 100)
+            }
+        }
+    }
+
     /// An animated GIF goes to the device as it is: a cut anywhere past the first frame (which once
     /// still decoded, and was stored with the header's frame count) is invalid, as is a later
     /// frame whose LZW data is garbage.

@@ -25,6 +25,8 @@ typedef struct {
 } attache_image;
 
 typedef int (*attache_abort_fn)(void *context);
+/// Where a decoder publishes the rows it has finished (see attache_decode_resized).
+typedef struct attache_rows attache_rows;
 
 typedef struct {
     int scale_eighths;        // JPEG only: DCT scaling to n/8 (1-8; 0 means 8/8, no scaling)
@@ -39,6 +41,8 @@ typedef struct {
     // Out: the embedded ICC profile, when the decoder found one (malloc'd; attache_buffer_free).
     uint8_t *icc;
     size_t icc_length;
+    // Set by attache_decode_resized only: the JPEG and PNG decoders publish finished rows there.
+    attache_rows *rows;
 } attache_decode_options;
 
 /// What a container says before a pixel is decoded, read by the format's own library.
@@ -96,6 +100,14 @@ attache_status attache_png_encode(const attache_image *image, const uint8_t *icc
 
 /// Separable high-quality resample (Catmull-Rom, widened by the shrink factor) to an exact size.
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out);
+typedef attache_status (*attache_decode_fn)(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+/// `decode`, and on a second thread the resample of what it decodes to fit `edge` pixels (the
+/// size ImagePipeline.scaled picks: scale min(1, edge / longest), each side rounded), reading
+/// each row as soon as the decoder has finished it: bit for bit what attache_resize would make
+/// after the decode, in the time of the decode plus the last rows. `resized` is left empty
+/// when the decoded image already fits. The decoder's status wins; on failure both are empty.
+attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *data, size_t length,
+                                      attache_decode_options *options, int edge, attache_image *out, attache_image *resized);
 attache_status attache_crop(const attache_image *in, int x, int y, int width, int height, attache_image *out);
 /// Applies an EXIF orientation (1-8), so the result is upright.
 attache_status attache_orient(const attache_image *in, int orientation, attache_image *out);

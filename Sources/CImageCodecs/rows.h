@@ -1,0 +1,31 @@
+// Rows handed from a decoder to a resampler on another thread as they are finished, so that the
+// resample of a display copy overlaps the decode instead of following it (attache_decode_resized).
+#ifndef ATTACHE_ROWS_H
+#define ATTACHE_ROWS_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include "attache_codecs.h"
+
+struct attache_rows {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    attache_image image;    // the decoder's output buffer, once it has one (pixels NULL until then)
+    int ready;              // rows of `image` that are final
+    int wanted;             // the resampler sleeps until this many are (0: it is not waiting)
+    int ended;              // the decoder returned (or gave its buffer up)
+    int reader_done;        // the resampler no longer reads `image`
+    atomic_int abandoned;   // the decoder is about to free `image`: the resampler stops at once
+};
+
+/// The decoder has its output buffer (rows not yet written).
+void attache_rows_begin(attache_rows *rows, const attache_image *image);
+/// The first `count` rows of it are final.
+void attache_rows_ready(attache_rows *rows, int count);
+/// The decoder failed and is about to free its buffer: returns once the resampler has stopped reading it.
+void attache_rows_abandon(attache_rows *rows);
+/// For the resampler: waits until more than `row` rows are final or the decoder ended; returns
+/// how many are final (not more than `row` when the decoder ended without them).
+int attache_rows_wait(attache_rows *rows, int row);
+/// attache_resize, reading `in`'s rows only once `rows` says they are final (`rows` may be NULL).
+attache_status attache_resize_rows(const attache_image *in, int width, int height, attache_image *out, attache_rows *rows);
+#endif
