@@ -2,13 +2,13 @@
 # One fresh 9 MP image through `attache enrich` (in process, its default), against the floor of
 # the decoding it needs, in one run (issue 19):
 #   render: the report's render time (decode, resample, encode both renditions, placeholder),
-#     median of RUNS, beside `djpeg -scale N/8` of the same file at the scale Attache decodes it
+#     median of RUNS, beside the median of `djpeg -scale N/8` of the same file, run after each at the scale Attache decodes it
 #     to (3/8 for 320 + 1080 of a 3840 px photo, 1/8 for a 320 px thumbnail alone), whole
-#     process, hyperfine. Target: ≤ 1.3× that floor. One decode serves both renditions.
+#     process. Target: ≤ 1.3× that floor. One decode serves both renditions.
 #   peak RSS (/usr/bin/time, MiB) of one `attache enrich`: a baseline 9 MP JPEG ≤ 48 MB; a
 #     progressive one, which must buffer every coefficient, ≤ 1.1× djpeg's own peak.
 #   PNG: the floor (libpng reading rows with no transformation: inflate + unfilter, in process,
-#     best of RUNS) beside Attache's render of a 9 MP RGBA PNG (target ≤ 1.3×), and the inflate
+#     median of RUNS, run after each enrich) beside Attache's render of a 9 MP RGBA PNG (target ≤ 1.3×), and the inflate
 #     alone by zlib and by libdeflate (Benchmarks/tools/png_floor.c).
 # Inputs from gnome-backgrounds and ukui-wallpapers (make bench-deps).
 set -euo pipefail
@@ -25,26 +25,33 @@ cp /usr/share/backgrounds/rhythm.jpg "$work/root/progressive.jpg"       # 3840x2
 cp /usr/share/backgrounds/focal-ubuntukylin.png "$work/root/rgba.png"   # 3840x2400 RGBA
 start_origin "$work/root" "$work/origin.log"
 
-# enrich FILE [flags]: "median_render_ms peak_rss_mib" over $runs fresh URLs
-enrich() {
-  local file=$1; shift
+# side_by_side FILE FLOOR [flags]: "median_render_ms peak_rss_mib median_floor_ms" over $runs fresh
+# URLs of FILE. FLOOR (a command that prints its own time in ms) runs right after each enrich:
+# interleaved, both meet the same moments of a busy machine (run one after the other, a noisy
+# neighbour moved the ratio by 0.3).
+side_by_side() {
+  local file=$1 floor=$2; shift 2
   for i in $(seq "$runs"); do
     echo "{\"aps\":{\"alert\":\"hi\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/$file?r$RANDOM-$i\"}" > "$work/p.json"
     /usr/bin/time -f %M -o "$work/rss.$i" "$bin" enrich --allow-address 127.0.0.1/32 --media-dir "$work/media" \
       --report "$work/r.$i.json" "$@" "$work/p.json" > /dev/null 2>&1
+    $floor > "$work/floor.$i"
   done
   python3 - "$work" "$runs" <<'PY'
 import json, statistics, sys
 work, runs = sys.argv[1], int(sys.argv[2])
 renders = [json.load(open(f"{work}/r.{i}.json"))["attachments"][0]["timings"]["render"] for i in range(1, runs + 1)]
 peaks = [int(open(f"{work}/rss.{i}").read()) / 1024 for i in range(1, runs + 1)]
-print(f"{statistics.median(renders):.1f} {max(peaks):.1f}")
+floors = [float(open(f"{work}/floor.{i}").read()) for i in range(1, runs + 1)]
+print(f"{statistics.median(renders):.1f} {max(peaks):.1f} {statistics.median(floors):.1f}")
 PY
 }
-# djpeg_ms SCALE FILE: mean whole-process time, hyperfine
+# djpeg_ms SCALE FILE: one whole-process djpeg, in ms (its start-up counted, as hyperfine -N would)
 djpeg_ms() {
-  hyperfine -N -w 2 -r "$runs" --export-json "$work/h.json" "djpeg -scale $1 -outfile /dev/null $2" > /dev/null 2>&1
-  python3 -c "import json; print(round(json.load(open('$work/h.json'))['results'][0]['mean'] * 1000, 1))"
+  python3 -c 'import subprocess, sys, time
+start = time.perf_counter()
+subprocess.run(["djpeg", "-scale", sys.argv[1], "-outfile", "/dev/null", sys.argv[2]], check=True)
+print((time.perf_counter() - start) * 1000)' "$1" "$2"
 }
 djpeg_peak() { /usr/bin/time -f %M djpeg -scale "$1" -outfile /dev/null "$2" 2>&1 >/dev/null | tail -1 | awk '{printf "%.1f", $1 / 1024}'; }
 
@@ -53,16 +60,15 @@ for kind in baseline progressive; do
   file="$work/root/$kind.jpg"
   for renditions in "320+1080" "320"; do
     if [ "$renditions" = 320 ]; then scale=1/8; flags=(--display-size 320); else scale=3/8; flags=(); fi
-    read -r render peak < <(enrich "$kind.jpg" "${flags[@]}")
-    floor=$(djpeg_ms "$scale" "$file")
-    printf '%-34s %7s ms %9s ms %s %6.1f× %6s MB %9s MB\n' "$kind 9 MP JPEG, $renditions" "$render" "$floor" "($scale)" \
+    read -r render peak floor < <(side_by_side "$kind.jpg" "djpeg_ms $scale $file" "${flags[@]}")
+    printf '%-34s %7s ms %9s ms %s %6.2f× %6s MB %9s MB\n' "$kind 9 MP JPEG, $renditions" "$render" "$floor" "($scale)" \
       "$(python3 -c "print($render / $floor)")" "$peak" "$(djpeg_peak "$scale" "$file")"
   done
 done
 
 cc -O2 -o "$work/png_floor" Benchmarks/tools/png_floor.c -lpng16 -lz -ldeflate
-read -r render peak < <(enrich rgba.png)
-"$work/png_floor" "$work/root/rgba.png" "$runs" | tee "$work/png.txt"
-floor=$(sed -n 's/.*unfilter) \([0-9.]*\) ms.*/\1/p' "$work/png.txt")
+png_rows_ms() { "$work/png_floor" "$work/root/rgba.png" 1 | sed -n 's/.*unfilter) \([0-9.]*\) ms.*/\1/p'; }
+read -r render peak floor < <(side_by_side rgba.png png_rows_ms)
+"$work/png_floor" "$work/root/rgba.png" "$runs" | sed "s/(inflate + unfilter) [0-9.]* ms/(inflate + unfilter) $floor ms (interleaved)/"
 printf 'attache render of the 9 MP RGBA PNG (320 + 1080): %s ms = %.2f× the libpng floor; peak RSS %s MB\n' "$render" \
   "$(python3 -c "print($render / $floor)")" "$peak"

@@ -62,6 +62,10 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     png_set_user_limits(png, 100000, 100000);
     png_set_chunk_cache_max(png, 1000);
     png_set_chunk_malloc_max(png, 8 * 1024 * 1024);
+    // Every IDAT chunk's CRC-32 is still checked: a corrupt stream is refused by that. zlib's
+    // Adler-32 over the inflated image checks the same bytes again, after inflate, and was 6% of
+    // a 9 MP PNG's render (Chromium's decoder skips it for the same reason).
+    png_set_option(png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
     png_set_read_fn(png, &r, read_data);
     png_read_info(png, info);
     png_charp icc_name;
