@@ -12,7 +12,7 @@
 # progressive 9 MP JPEG (gnome-backgrounds' rhythm.jpg, 8.9 MB, 4:4:4) from the same loopback
 # origin. Targets: 320 + 1080 ≥ 1.0× thumbor's rate, 320 only ≥ 1.3×. The floor printed beside
 # them: two cores over `djpeg -scale 1/8`'s CPU time on that file (the entropy decoding no scale
-# avoids). FRESH_DURATION sets each phase's length.
+# avoids). The three take turns, FRESH_ROUNDS times (4), each turn FRESH_DURATION long (5s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
@@ -20,7 +20,8 @@ duration=${DURATION:-10s}
 work=$(mktemp -d)
 . Benchmarks/lib.sh
 thumbor=""
-cleanup() { kill "$origin" "$server" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
+servers=()
+cleanup() { kill "$origin" "$server" "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 photo=/usr/share/backgrounds/2004default.jpg   # 3840x2400, from gnome-backgrounds (make bench-deps)
@@ -44,7 +45,9 @@ wrk_script() {
   cat > "$work/$1.lua" <<LUA
 counter = 0
 math.randomseed(os.time())
-local prefix = math.random(1, 1000000000)
+prefix = math.random(1, 1000000000)
+-- A run's own words after \`--\` join the prefix: runs started in the same second differ.
+init = function(args) prefix = prefix .. (args[1] or "") end
 request = function()
   counter = counter + 1
 $2
@@ -91,7 +94,7 @@ echo "  (bounded by --max-media-jobs, renders held at once, and --decoders, each
 # Fresh enrichment beside thumbor, 4 clients. Thumbor's requests each on a new connection: its two
 # forked workers share one listening socket, and four kept-alive connections could all land on
 # one of them (it measured 9 req/s instead of 15). Attache is one process: kept-alive.
-fresh=${FRESH_DURATION:-20s}
+fresh=${FRESH_DURATION:-5s}
 venv=.build/thumbor
 [ -x "$venv/bin/thumbor" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "thumbor==7.8.0"; }
 cat > "$work/thumbor.conf" <<CONF
@@ -110,28 +113,43 @@ for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$tport/healthchec
 wrk_script thumbor "  return wrk.format(\"GET\", \"/unsafe/fit-in/320x320/http%3A//127.0.0.1%3A$oport/rhythm.jpg%3Fn%3D\" .. prefix .. \"-\" .. counter,
                     {[\"Connection\"] = \"close\"})"
 lua '{"aps":{"alert":"hi","mutable-content":1},"fcm_options":{"image":"ORIGIN/rhythm.jpg?n=N"}}' fresh progressive
-rate() { sed -n 's/^ *\([0-9.]*\) req\/s.*/\1/p' "$1"; }
 kill "$server"; wait "$server" 2>/dev/null || true
-echo "fresh progressive 9 MP JPEG (rhythm.jpg), 4 clients, every request a new URL (wrk -t1 -c4 -d$fresh):"
+rounds=${FRESH_ROUNDS:-4}
+echo "fresh progressive 9 MP JPEG (rhythm.jpg), 4 clients, every request a new URL: $rounds rounds of wrk -t1 -c4 -d$fresh"
+echo "against each server in turn (a noisy neighbour moves a 20 s phase by ±20%; in turns, each server meets it alike):"
+start_attache() {  # PORT_VAR MEDIA [flags]: an `attache serve` as users run it, once it answers
+  local port media=$2
+  port=$(free_port)
+  "$bin" serve --port "$port" --allow-address 127.0.0.1/32 --media-dir "$work/$media" --deadline 10s "${@:3}" \
+    > "$work/serve-$media.log" 2>&1 &
+  servers+=($!)
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  printf -v "$1" '%s' "$port"
+}
+start_attache both_port media-both
+start_attache thumb_port media-thumbnail --display-size 320
+names=(thumbor both thumbnail)
+urls=("http://127.0.0.1:$tport" "http://127.0.0.1:$both_port" "http://127.0.0.1:$thumb_port")
+scripts=(thumbor progressive progressive)
 # Each server warmed up first (thumbor's first requests import and compile; Attache's helpers
 # fault their heaps in), 3 s not counted.
-wrk -t1 -c4 -d3s --timeout 15s -s "$work/thumbor.lua" "http://127.0.0.1:$tport" > /dev/null
-echo "thumbor 7.8 (2 processes), 320 px thumbnail:"
-wrk -t1 -c4 -d"$fresh" --timeout 15s -s "$work/thumbor.lua" "http://127.0.0.1:$tport" | tail -1 | tee "$work/thumbor.out"
-kill -- -"$thumbor"; wait "$thumbor" 2>/dev/null || true; thumbor=""
-for phase in both thumbnail; do
-  sport=$(free_port)
-  extra=(); [ "$phase" = thumbnail ] && extra=(--display-size 320)
-  "$bin" serve --port "$sport" --allow-address 127.0.0.1/32 --media-dir "$work/media-$phase" --deadline 10s "${extra[@]}" \
-    > "$work/serve-$phase.log" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
-  [ "$phase" = both ] && echo "attache serve, 320 thumbnail + 1080 display copy + store (sandboxed decoders, fsync):" \
-    || echo "attache serve --display-size 320, 320 only + store:"
-  wrk -t1 -c4 -d3s --timeout 15s -s "$work/progressive.lua" "http://127.0.0.1:$sport" > /dev/null
-  wrk -t1 -c4 -d"$fresh" --timeout 15s -s "$work/progressive.lua" "http://127.0.0.1:$sport" | tail -1 | tee "$work/$phase.out"
-  kill "$server"; wait "$server" 2>/dev/null || true
+for k in 0 1 2; do wrk -t1 -c4 -d3s --timeout 15s -s "$work/${scripts[$k]}.lua" "${urls[$k]}" -- "w$k" > /dev/null; done
+for r in $(seq "$rounds"); do
+  for k in 0 1 2; do
+    wrk -t1 -c4 -d"$fresh" --timeout 15s -s "$work/${scripts[$k]}.lua" "${urls[$k]}" -- "r$r" | tail -1 >> "$work/${names[$k]}.out"
+  done
 done
+kill -- -"$thumbor"; thumbor=""
+kill "${servers[@]}"; wait "${servers[@]}" 2>/dev/null || true
+# rate FILE: the mean of the rounds' rates (equal durations); summary FILE: that, and each round's line
+rate() { awk '{ sum += $1; n++ } END { printf "%.1f", sum / n }' "$1"; }
+summary() { echo "  mean $(rate "$1") req/s over $(wc -l < "$1") rounds:"; sed 's/^ */    /' "$1"; }
+echo "thumbor 7.8 (2 processes), 320 px thumbnail:"
+summary "$work/thumbor.out"
+echo "attache serve, 320 thumbnail + 1080 display copy + store (sandboxed decoders, fsync):"
+summary "$work/both.out"
+echo "attache serve --display-size 320, 320 only + store:"
+summary "$work/thumbnail.out"
 floor=$(for _ in 1 2 3 4 5; do { /usr/bin/time -f "%U %S" djpeg -scale 1/8 -outfile /dev/null "$progressive"; } 2>&1 | tail -1; done \
   | awk '{t = $1 + $2; if (min == "" || t < min) { min = t; line = $0 } } END { print line }')
 python3 - "$(rate "$work/thumbor.out")" "$(rate "$work/both.out")" "$(rate "$work/thumbnail.out")" $floor <<'PY'
