@@ -46,7 +46,7 @@ floors = [float(open(f"{work}/floor.{i}").read()) for i in range(1, runs + 1)]
 print(f"{statistics.median(renders):.1f} {max(peaks):.1f} {statistics.median(floors):.1f}")
 PY
 }
-# djpeg_ms SCALE FILE: one whole-process djpeg, in ms (its start-up counted, as hyperfine -N would)
+# djpeg_ms SCALE FILE: one whole-process djpeg, in ms (its start-up, ~1 ms, included, as hyperfine -N measured it)
 djpeg_ms() {
   python3 -c 'import subprocess, sys, time
 start = time.perf_counter()
