@@ -135,9 +135,11 @@ enum ImageCodecs {
 
     /// Decodes and, when `edge` is given, resamples the decoded pixels to fit it on a second
     /// thread while the decode runs (attache_decode_resized): `fitted` is nil when they already fit.
+    /// `mapped`: the bytes are a read-only file mapping, given back as they are read.
     static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
-                       fitting edge: Int?) throws -> (decoded: Pixels, fitted: Pixels?) {
+                       fitting edge: Int?, mapped: Bool = false) throws -> (decoded: Pixels, fitted: Pixels?) {
         var options = decodeOptions(plan: plan, limits: limits, abort: abort)
+        options.release_behind = mapped ? 1 : 0
         var out = attache_image()
         var resized = attache_image()
         let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)

@@ -156,8 +156,11 @@ public struct ImagePipeline: Sendable {
         try bytes.withUnsafeBytes { try render($0, header: header, options: options, abort: abort) }
     }
 
-    /// The same, on bytes the caller holds; they must stay valid until it returns.
-    public func render(_ bytes: UnsafeRawBufferPointer, header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag()) throws -> ImageRendition {
+    /// The same, on bytes the caller holds; they must stay valid until it returns. `mapped`: they
+    /// are a read-only file mapping (`InputFile.isMapped`), whose pages the decoder gives back
+    /// as it reads them.
+    public func render(_ bytes: UnsafeRawBufferPointer, header: ImageHeader, options: RenderOptions, abort: AbortFlag = AbortFlag(),
+                       mapped: Bool = false) throws -> ImageRendition {
         let longest = max(header.width, header.height)
         let animated = header.frames > 1
         let converted = header.format.isConvertedForIOS
@@ -169,7 +172,7 @@ public struct ImagePipeline: Sendable {
         let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)
         // The display copy's resample runs beside the decode, on the rows it has finished.
         let (decoded, fitted) = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
-                                                       fitting: needsDisplay ? options.displaySize : nil)
+                                                       fitting: needsDisplay ? options.displaySize : nil, mapped: mapped)
 
         guard needsDisplay else {
             return try finish(header: header, firstFrame: decoded, display: nil, options: options)

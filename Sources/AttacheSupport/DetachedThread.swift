@@ -59,7 +59,8 @@ public func concurrently<A, B>(_ side: () throws -> A, _ main: () throws -> B) t
         let mainResult = Result { try main() }
         pthread_join(thread, nil)
         Unmanaged<SideJob<A>>.fromOpaque(raw).release()
-        return (try job.result!.get(), try mainResult.get())
+        let mainValue = try mainResult.get()
+        return (try job.result!.get(), mainValue)
     }
 }
 

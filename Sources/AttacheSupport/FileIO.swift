@@ -261,6 +261,10 @@ public final class InputFile: @unchecked Sendable {  // immutable after init
         return (nil, copy.count, copy)
     }
 
+    /// The bytes are a read-only private mapping of the file (not a copy in memory): pages a
+    /// reader is done with may be given back, and come back from the file if read again.
+    public var isMapped: Bool { mapping != nil }
+
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if let mapping { return try body(UnsafeRawBufferPointer(start: mapping, count: count)) }
         return try copy.withUnsafeBytes(body)
@@ -281,6 +285,12 @@ public enum MappedBytes: Sendable {
         case .memory(let bytes): bytes.count
         case .file(let file): file.count
         }
+    }
+
+    /// See `InputFile.isMapped`.
+    public var isMapped: Bool {
+        if case .file(let file) = self { return file.isMapped }
+        return false
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

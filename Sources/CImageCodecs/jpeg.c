@@ -8,6 +8,7 @@
 #include <jerror.h>
 #include "attache_codecs.h"
 #include "shrink.h"
+#include "release.h"
 
 typedef struct {
     struct jpeg_error_mgr base;
@@ -60,6 +61,48 @@ static void on_progress(j_common_ptr cinfo) {
     }
 }
 
+// The file handed to libjpeg a megabyte at a time (as jpeg_mem_src hands it whole), so that what
+// it has read can be given back (options->release_behind); its end as jpeg_mem_src ends it.
+typedef struct {
+    struct jpeg_source_mgr base;
+    const uint8_t *data;
+    size_t length, offset;  // offset: where the next megabyte starts
+    int release_behind;
+    size_t released;
+} chunk_source;
+
+static void source_init(j_decompress_ptr cinfo) { (void)cinfo; }
+static void source_term(j_decompress_ptr cinfo) { (void)cinfo; }
+
+static boolean source_fill(j_decompress_ptr cinfo) {
+    static const JOCTET eoi[2] = { 0xFF, JPEG_EOI };
+    chunk_source *s = (chunk_source *)cinfo->src;
+    // libjpeg asks for more only once it has used every byte handed over: all before `offset`.
+    if (s->release_behind) attache_release_behind(s->data, &s->released, s->offset);
+    if (s->offset >= s->length) {  // a truncated file: a warning (an error here), then an end marker
+        WARNMS(cinfo, JWRN_JPEG_EOF);
+        s->base.next_input_byte = eoi;
+        s->base.bytes_in_buffer = 2;
+        return TRUE;
+    }
+    size_t n = s->length - s->offset < ATTACHE_RELEASE_STEP ? s->length - s->offset : ATTACHE_RELEASE_STEP;
+    s->base.next_input_byte = s->data + s->offset;
+    s->base.bytes_in_buffer = n;
+    s->offset += n;
+    return TRUE;
+}
+
+static void source_skip(j_decompress_ptr cinfo, long count) {
+    chunk_source *s = (chunk_source *)cinfo->src;
+    if (count <= 0) return;
+    while (count > (long)s->base.bytes_in_buffer) {
+        count -= (long)s->base.bytes_in_buffer;
+        source_fill(cinfo);
+    }
+    s->base.next_input_byte += count;
+    s->base.bytes_in_buffer -= (size_t)count;
+}
+
 static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int width, int inverted) {
     for (int x = 0; x < width; x++) {
         int c = in[x * 4], m = in[x * 4 + 1], y = in[x * 4 + 2], k = in[x * 4 + 3];
@@ -102,7 +145,12 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     progress.errors = &err;
     cinfo.progress = &progress.base;
 
-    jpeg_mem_src(&cinfo, data, (unsigned long)length);
+    chunk_source source = {
+        .base = { .init_source = source_init, .fill_input_buffer = source_fill, .skip_input_data = source_skip,
+                  .resync_to_restart = jpeg_resync_to_restart, .term_source = source_term },
+        .data = data, .length = length, .release_behind = options->release_behind,
+    };
+    cinfo.src = &source.base;
     jpeg_save_markers(&cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC profiles (APP2), carried into the copies
     jpeg_read_header(&cinfo, TRUE);
     int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;

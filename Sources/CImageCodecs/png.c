@@ -6,11 +6,14 @@
 #include <png.h>
 #include "attache_codecs.h"
 #include "shrink.h"
+#include "release.h"
 
 typedef struct {
     const uint8_t *data;
     size_t length;
     size_t offset;
+    int release_behind;
+    size_t released;
 } reader;
 
 typedef struct {
@@ -22,6 +25,7 @@ static void read_data(png_structp png, png_bytep out, png_size_t count) {
     if (count > r->length - r->offset) png_error(png, "truncated PNG");
     memcpy(out, r->data + r->offset, count);
     r->offset += count;
+    if (r->release_behind) attache_release_behind(r->data, &r->released, r->offset);
 }
 
 static void on_error(png_structp png, png_const_charp text) {
@@ -35,7 +39,7 @@ static void on_warning(png_structp png, png_const_charp text) {
 }
 
 attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
-    reader r = { data, length, 0 };
+    reader r = { data, length, 0, options->release_behind, 0 };
     error_context ctx = { options->message };
     attache_shrinker shrinker;
     volatile int shrinker_live = 0;

@@ -107,6 +107,55 @@ import Testing
         }
     }
 
+    /// A download that spilled to disk is read from its mapping, and the pages the decoder has
+    /// read are given back as it goes (a 9 MP file's 9 MB had stayed resident beside a progressive
+    /// JPEG's 55 MB of coefficients): the renditions are those of the same bytes in memory, and
+    /// afterwards little of the mapping is resident in this process.
+    @Test(arguments: [MediaFormat.jpeg, .png])
+    func aMappedFileIsGivenBackAsItIsRead(_ format: MediaFormat) throws {
+        // Noise compresses badly: megabytes of file, several release steps. An RGBA image with a
+        // transparent corner is encoded as PNG, an RGB one as JPEG.
+        let (width, height, channels) = (1600, 1200, format == .png ? 4 : 3)
+        var samples = [UInt8](repeating: 255, count: width * height * channels)
+        var state: UInt32 = 7
+        for i in samples.indices where channels == 3 || i % 4 != 3 {
+            state = state &* 1_664_525 &+ 1_013_904_223
+            samples[i] = UInt8(truncatingIfNeeded: state >> 24)
+        }
+        if channels == 4 { for k in 0..<4 { samples[k] = 0 } }
+        let encoded = try ImageCodecs.encode(Pixels(width: width, height: height, channels: channels, samples: samples), quality: 100)
+        #expect(encoded.format == format)
+        let directory = try makeTempDirectory()
+        try writeFileAtomically(directory + "/media", encoded.bytes)
+        let file = try InputFile(directory + "/media")
+        #expect(file.isMapped)
+        let job = { (bytes: MappedBytes) in DecodeJob.image(bytes: bytes, format: nil, options: RenderOptions(), limits: MediaLimits()) }
+        guard case .image(let mapped, _, _) = try job(.file(file)).perform(),
+              case .image(let inMemory, _, _) = try job(.memory(encoded.bytes)).perform() else {
+            Issue.record("not an image")
+            return
+        }
+        #expect(mapped.thumbnail.bytes == inMemory.thumbnail.bytes)
+        #expect(mapped.display?.bytes == inMemory.display?.bytes)
+        let start = file.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let resident = try #require(try residentKilobytes(ofMappingAt: start))
+        #expect(resident * 1024 < encoded.bytes.count / 2, "\(resident) kB of a \(encoded.bytes.count / 1024) kB file still resident")
+    }
+
+    /// The Rss of the mapping that starts at `start`, from /proc/self/smaps.
+    func residentKilobytes(ofMappingAt start: UInt) throws -> Int? {
+        let smaps = String(decoding: try InputFile("/proc/self/smaps").withUnsafeBytes { Array($0) }, as: UTF8.self)
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), let address = UInt(line[..<dash], radix: 16), line.contains(" ") {
+                inside = address == start
+            } else if inside && line.hasPrefix("Rss:") {
+                return Int(line.split(separator: " ")[1])
+            }
+        }
+        return nil
+    }
+
     /// A decode that fails or is aborted part-way ends the resample beside it: an error, no image.
     @Test func aDecodeThatFailsEndsTheResampleBesideIt() throws {
         let png = Fixtures.bytes("alpha.png")

@@ -90,3 +90,36 @@ func usleepish() {
     var t = timespec(tv_sec: 0, tv_nsec: 1_000_000)
     nanosleep(&t, nil)
 }
+
+@Suite struct ConcurrentlyTests {
+    struct Failed: Error, Equatable { let side: String }
+
+    /// Both halves run, on two threads at once (each waits until it sees the other started), and
+    /// both results come back.
+    @Test func bothHalvesRunAtOnceAndReturn() throws {
+        let started = Mutex<Set<String>>([])
+        func meet(_ name: String) -> Bool {
+            started.withLock { _ = $0.insert(name) }
+            for _ in 0..<5_000 where started.withLock({ $0.count }) < 2 { usleepish() }
+            return started.withLock { $0.count } == 2
+        }
+        let (side, main) = try concurrently({ meet("side") }, { meet("main") })
+        #expect(side && main)
+    }
+
+    /// An error of either half is thrown once both have ended; the main half's first.
+    @Test func errorsComeBackAfterBothEnded() {
+        let sideEnded = Mutex(false)
+        #expect(throws: Failed(side: "side")) {
+            _ = try concurrently({ () throws -> Int in
+                usleepish()
+                sideEnded.withLock { $0 = true }
+                throw Failed(side: "side")
+            }, { 1 })
+        }
+        #expect(sideEnded.withLock { $0 })
+        #expect(throws: Failed(side: "main")) {
+            _ = try concurrently({ () throws -> Int in throw Failed(side: "side") }, { () throws -> Int in throw Failed(side: "main") })
+        }
+    }
+}

@@ -28,7 +28,7 @@ public enum DecodeJob: Sendable {
                 let start = ContinuousClock.now
                 let header = try pipeline.inspect(bytes, format: format)
                 let rendering = ContinuousClock.now
-                let rendition = try pipeline.render(bytes, header: header, options: options, abort: abort)
+                let rendition = try pipeline.render(bytes, header: header, options: options, abort: abort, mapped: self.bytes.isMapped)
                 return .image(rendition, inspectMs: start.duration(to: rendering).milliseconds,
                               renderMs: rendering.duration(to: .now).milliseconds)
             }

@@ -43,6 +43,10 @@ typedef struct {
     size_t icc_length;
     // Set by attache_decode_resized only: the JPEG and PNG decoders publish finished rows there.
     attache_rows *rows;
+    // The data is a read-only file mapping (MAP_PRIVATE, never written): the JPEG and PNG
+    // decoders give back the pages they have read (madvise DONTNEED; a later read faults them
+    // back in from the file). Never set for memory of any other kind: its bytes would be lost.
+    int release_behind;
 } attache_decode_options;
 
 /// What a container says before a pixel is decoded, read by the format's own library.
