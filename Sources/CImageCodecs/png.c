@@ -45,6 +45,7 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     volatile int shrinker_live = 0;
     volatile attache_status status = ATTACHE_ERR_INVALID;
     uint8_t *volatile full = NULL;
+    attache_shrink_relay *volatile relay = NULL;
     png_infop info = NULL;
     memset(&shrinker, 0, sizeof shrinker);
     memset(out, 0, sizeof *out);
@@ -59,6 +60,7 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
+        if (relay) attache_shrink_relay_stop(relay);  // its thread is out of the shrinker before it is freed
         if (shrinker_live) attache_shrinker_free(&shrinker);
         free(full);
         return status;
@@ -127,13 +129,25 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     } else {
         full = malloc(stride);
         if (!full) { status = ATTACHE_ERR_NOMEM; png_error(png, "out of memory"); }
+        // When the rows go on to a resampler on another thread (attache_decode_resized), the box
+        // shrink gets a thread too: this one only inflates and unfilters, the floor.
+        if (options->rows) relay = attache_shrink_relay_start(&shrinker, stride);
         for (png_uint_32 y = 0; y < height; y++) {
-            png_read_row(png, full, NULL);
-            attache_shrinker_push(&shrinker, full);
+            if (relay) {
+                png_read_row(png, attache_shrink_relay_slot(relay), NULL);
+                attache_shrink_relay_commit(relay);
+            } else {
+                png_read_row(png, full, NULL);
+                attache_shrinker_push(&shrinker, full);
+            }
             if ((y & 31) == 31 && options->abort_fn && options->abort_fn(options->abort_context)) {
                 status = ATTACHE_ERR_ABORTED;
                 png_error(png, "aborted");
             }
+        }
+        if (relay) {
+            attache_shrink_relay_stop(relay);
+            relay = NULL;
         }
     }
     png_read_end(png, NULL);

@@ -23,6 +23,18 @@ void attache_shrinker_push(attache_shrinker *s, const uint8_t *row);
 /// Flushes a partial last block and hands the image over (the shrinker no longer owns it).
 void attache_shrinker_finish(attache_shrinker *s, attache_image *out);
 void attache_shrinker_free(attache_shrinker *s);
+/// A shrinker fed on a thread of its own: the decoder writes each row into a ring and goes on
+/// decoding while the rows are shrunk. Between start and stop only the relay's thread touches
+/// the shrinker.
+typedef struct attache_shrink_relay attache_shrink_relay;
+/// Starts the thread; NULL when it cannot (the caller pushes its rows itself).
+attache_shrink_relay *attache_shrink_relay_start(attache_shrinker *s, size_t row_bytes);
+/// Where the next row goes (waits while every slot holds a row not yet shrunk).
+uint8_t *attache_shrink_relay_slot(attache_shrink_relay *relay);
+/// That row is written.
+void attache_shrink_relay_commit(attache_shrink_relay *relay);
+/// Returns once every committed row is in the shrinker and the thread has ended; frees the relay.
+void attache_shrink_relay_stop(attache_shrink_relay *relay);
 /// A whole decoded buffer (the libraries that hand out an image at once) through a shrinker.
 attache_status attache_shrink_buffer(const uint8_t *pixels, int width, int height, size_t stride, int channels,
                                      int premultiply, int factor, attache_image *out);

@@ -156,7 +156,8 @@ import Testing
         return nil
     }
 
-    /// A decode that fails or is aborted part-way ends the resample beside it: an error, no image.
+    /// A decode that fails or is aborted part-way ends the resample beside it (and a PNG's shrink
+    /// relay): an error, no image.
     @Test func aDecodeThatFailsEndsTheResampleBesideIt() throws {
         let png = Fixtures.bytes("alpha.png")
         for cut in [png.count / 4, png.count / 2, png.count - 20] {
@@ -168,9 +169,13 @@ import Testing
         }
         let aborted = AbortFlag()
         aborted.set()
-        try Fixtures.bytes("photo.jpg").withUnsafeBytes { raw in
-            #expect(throws: CancellationError.self) {
-                try ImageCodecs.decode(raw, format: .jpeg, plan: DecodePlan(), limits: MediaLimits(), abort: aborted, fitting: 100)
+        for (name, format) in [("photo.jpg", MediaFormat.jpeg), ("alpha.png", .png)] {
+            var plan = DecodePlan()
+            plan.boxShrink = 2  // the PNG's rows go through the shrink relay's thread
+            try Fixtures.bytes(name).withUnsafeBytes { raw in
+                #expect(throws: CancellationError.self) {
+                    try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: aborted, fitting: 100)
+                }
             }
         }
     }
