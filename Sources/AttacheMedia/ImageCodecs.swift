@@ -262,6 +262,14 @@ enum ImageCodecs {
         }
     }
 
+    /// The size within `edge` pixels that every copy is resampled to (attache_fit_size: the
+    /// resampler beside a decode picks it in C, so there is one definition).
+    static func fit(width: Int, height: Int, edge: Int) -> (width: Int, height: Int) {
+        var w: Int32 = 0, h: Int32 = 0
+        attache_fit_size(Int32(clamping: width), Int32(clamping: height), Int32(clamping: edge), &w, &h)
+        return (Int(w), Int(h))
+    }
+
     static func resize(_ pixels: Pixels, width: Int, height: Int) throws -> Pixels {
         var out = attache_image()
         try check(attache_resize(&pixels.image, Int32(width), Int32(height), &out), "", what: "resize")

@@ -232,10 +232,8 @@ public struct ImagePipeline: Sendable {
 
     /// The ThumbHash of an image, from a copy of at most 100 pixels a side.
     func placeholder(_ pixels: Pixels) throws -> String {
-        let scale = min(1, 100 / Double(max(pixels.width, pixels.height)))
-        let w = max(1, Int((Double(pixels.width) * scale).rounded())), h = max(1, Int((Double(pixels.height) * scale).rounded()))
-        let small = w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
-        return Base64.encode(ThumbHash.encode(width: w, height: h, rgba: small.straightRGBA()))
+        let small = try scaled(pixels, clip: nil, edge: 100)
+        return Base64.encode(ThumbHash.encode(width: small.width, height: small.height, rgba: small.straightRGBA()))
     }
 
     /// JPEG, or PNG when there is transparency.
@@ -259,9 +257,7 @@ public struct ImagePipeline: Sendable {
             let h = max(1, min(source.height - y, Int((r.height * Double(source.height)).rounded())))
             pixels = try ImageCodecs.crop(source, x: x, y: y, width: w, height: h)
         }
-        let scale = min(1, Double(edge) / Double(max(pixels.width, pixels.height)))
-        let w = max(1, Int((Double(pixels.width) * scale).rounded()))
-        let h = max(1, Int((Double(pixels.height) * scale).rounded()))
+        let (w, h) = ImageCodecs.fit(width: pixels.width, height: pixels.height, edge: edge)
         return w == pixels.width && h == pixels.height ? pixels : try ImageCodecs.resize(pixels, width: w, height: h)
     }
 

@@ -46,19 +46,16 @@ private func nameThisThread(_ name: String) {
 public func concurrently<A, B>(_ side: () throws -> A, _ main: () throws -> B) throws -> (A, B) {
     // The closures do not escape: the thread is joined before this returns.
     try withoutActuallyEscaping(side) { side in
-        let job = SideJob(side)
-        let raw = Unmanaged.passRetained(job).toOpaque()
+        let job = SideJob(side)  // held here until after the join: the thread borrows it
         var thread = pthread_t()
         guard pthread_create(&thread, nil, { raw in
             Unmanaged<AnySideJob>.fromOpaque(raw!).takeUnretainedValue().run()
             return nil
-        }, raw) == 0 else {
-            Unmanaged<SideJob<A>>.fromOpaque(raw).release()
+        }, Unmanaged.passUnretained(job).toOpaque()) == 0 else {
             return (try side(), try main())
         }
         let mainResult = Result { try main() }
         pthread_join(thread, nil)
-        Unmanaged<SideJob<A>>.fromOpaque(raw).release()
         let mainValue = try mainResult.get()
         return (try job.result!.get(), mainValue)
     }

@@ -67,8 +67,7 @@ typedef struct {
     struct jpeg_source_mgr base;
     const uint8_t *data;
     size_t length, offset;  // offset: where the next megabyte starts
-    int release_behind;
-    size_t released;
+    attache_release release;
 } chunk_source;
 
 static void source_init(j_decompress_ptr cinfo) { (void)cinfo; }
@@ -78,7 +77,7 @@ static boolean source_fill(j_decompress_ptr cinfo) {
     static const JOCTET eoi[2] = { 0xFF, JPEG_EOI };
     chunk_source *s = (chunk_source *)cinfo->src;
     // libjpeg asks for more only once it has used every byte handed over: all before `offset`.
-    if (s->release_behind) attache_release_behind(s->data, &s->released, s->offset);
+    attache_release_behind(&s->release, s->offset);
     if (s->offset >= s->length) {  // a truncated file: a warning (an error here), then an end marker
         WARNMS(cinfo, JWRN_JPEG_EOF);
         s->base.next_input_byte = eoi;
@@ -148,7 +147,7 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     chunk_source source = {
         .base = { .init_source = source_init, .fill_input_buffer = source_fill, .skip_input_data = source_skip,
                   .resync_to_restart = jpeg_resync_to_restart, .term_source = source_term },
-        .data = data, .length = length, .release_behind = options->release_behind,
+        .data = data, .length = length, .release = { data, options->release_behind, 0 },
     };
     cinfo.src = &source.base;
     jpeg_save_markers(&cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC profiles (APP2), carried into the copies

@@ -98,9 +98,10 @@ attache_status attache_resize_rows(const attache_image *in, int width, int heigh
     float *rows = malloc(sizeof(float) * row * ring);
     float *acc = malloc(sizeof(float) * row);
     uint8_t *dst = malloc(row * height);
+    attache_status status = ATTACHE_OK;
     if (!h || !v || !wide || !rows || !acc || !dst) {
-        free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
-        return ATTACHE_ERR_NOMEM;
+        status = ATTACHE_ERR_NOMEM;
+        goto done;
     }
     int next = 0;  // the next source row to resample horizontally
     int final = gate ? 0 : in->height;  // source rows known to be finished
@@ -108,9 +109,9 @@ attache_status attache_resize_rows(const attache_image *in, int width, int heigh
         const contribution *k = &v[y];
         for (; next < k->start + k->count; next++) {
             if (next >= final) final = attache_rows_wait(gate, next);
-            if (next >= final || (gate && atomic_load_explicit(&gate->abandoned, memory_order_relaxed))) {
-                free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
-                return ATTACHE_ERR_ABORTED;  // the decoder ended without them
+            if (next >= final || (gate && attache_rows_abandoned(gate))) {
+                status = ATTACHE_ERR_ABORTED;  // the decoder ended without them, or is freeing them
+                goto done;
             }
             const uint8_t *src = in->pixels + (size_t)next * in->width * c;
             float *t = rows + (size_t)(next % ring) * row;
@@ -138,12 +139,23 @@ attache_status attache_resize_rows(const attache_image *in, int width, int heigh
             }
         }
     }
-    free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc);
     out->pixels = dst;
     out->width = width;
     out->height = height;
     out->channels = c;
-    return ATTACHE_OK;
+    dst = NULL;
+done:
+    free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
+    return status;
+}
+
+void attache_fit_size(int width, int height, int edge, int *fit_width, int *fit_height) {
+    int longest = width > height ? width : height;
+    double scale = fmin(1.0, (double)edge / (double)longest);
+    *fit_width = (int)round((double)width * scale);
+    *fit_height = (int)round((double)height * scale);
+    if (*fit_width < 1) *fit_width = 1;
+    if (*fit_height < 1) *fit_height = 1;
 }
 
 attache_status attache_crop(const attache_image *in, int x, int y, int width, int height, attache_image *out) {

@@ -12,8 +12,7 @@ typedef struct {
     const uint8_t *data;
     size_t length;
     size_t offset;
-    int release_behind;
-    size_t released;
+    attache_release release;
 } reader;
 
 typedef struct {
@@ -25,7 +24,7 @@ static void read_data(png_structp png, png_bytep out, png_size_t count) {
     if (count > r->length - r->offset) png_error(png, "truncated PNG");
     memcpy(out, r->data + r->offset, count);
     r->offset += count;
-    if (r->release_behind) attache_release_behind(r->data, &r->released, r->offset);
+    attache_release_behind(&r->release, r->offset);
 }
 
 static void on_error(png_structp png, png_const_charp text) {
@@ -39,7 +38,7 @@ static void on_warning(png_structp png, png_const_charp text) {
 }
 
 attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
-    reader r = { data, length, 0, options->release_behind, 0 };
+    reader r = { data, length, 0, { data, options->release_behind, 0 } };
     error_context ctx = { options->message };
     attache_shrinker shrinker;
     volatile int shrinker_live = 0;
@@ -127,11 +126,13 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
         }
         for (png_uint_32 y = 0; y < height; y++) attache_shrinker_push(&shrinker, full + stride * y);
     } else {
-        full = malloc(stride);
-        if (!full) { status = ATTACHE_ERR_NOMEM; png_error(png, "out of memory"); }
         // When the rows go on to a resampler on another thread (attache_decode_resized), the box
         // shrink gets a thread too: this one only inflates and unfilters, the floor.
         if (options->rows) relay = attache_shrink_relay_start(&shrinker, stride);
+        if (!relay) {
+            full = malloc(stride);
+            if (!full) { status = ATTACHE_ERR_NOMEM; png_error(png, "out of memory"); }
+        }
         for (png_uint_32 y = 0; y < height; y++) {
             if (relay) {
                 png_read_row(png, attache_shrink_relay_slot(relay), NULL);

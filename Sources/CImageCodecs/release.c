@@ -6,11 +6,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-void attache_release_behind(const uint8_t *data, size_t *released, size_t consumed) {
-    if (consumed < *released + ATTACHE_RELEASE_STEP) return;
+void attache_release_behind(attache_release *release, size_t consumed) {
+    if (!release->enabled || consumed < release->released + ATTACHE_RELEASE_STEP) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t start = ((uintptr_t)data + *released + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)data + consumed) & ~(page - 1);
+    uintptr_t start = ((uintptr_t)release->data + release->released + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)release->data + consumed) & ~(page - 1);
     if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
-    *released = consumed;
+    release->released = consumed;
 }

@@ -7,9 +7,16 @@
 /// How far apart the releases are: a madvise per megabyte read.
 #define ATTACHE_RELEASE_STEP ((size_t)1 << 20)
 
-/// Gives back the whole pages of `data` between `*released` and `consumed` (bytes the reader will
-/// not look at again), once they are at least ATTACHE_RELEASE_STEP; moves `*released` on. Only for
-/// a MAP_PRIVATE file mapping that was never written (a later read faults the page back in from
-/// the file): on memory of any other kind it would lose the bytes.
-void attache_release_behind(const uint8_t *data, size_t *released, size_t consumed);
+/// A reader's progress through `data`. `enabled` only for a MAP_PRIVATE file mapping that was
+/// never written (a later read faults a page back in from the file): on memory of any other kind
+/// giving pages back would lose the bytes.
+typedef struct {
+    const uint8_t *data;
+    int enabled;
+    size_t released;  // bytes before this are given back
+} attache_release;
+
+/// The reader will not look at the bytes before `consumed` again: their whole pages are given
+/// back once they add up to ATTACHE_RELEASE_STEP (nothing happens unless `enabled`).
+void attache_release_behind(attache_release *release, size_t consumed);
 #endif

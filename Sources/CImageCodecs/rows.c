@@ -3,7 +3,6 @@
 // other, the resample (7 ms) and the decode (32 ms) add up, and a render could not come within
 // 1.3x of djpeg's time for the decode alone (issue 19).
 #include "rows.h"
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +41,7 @@ int attache_rows_wait(attache_rows *rows, int row) {
         while (rows->ready <= row && !rows->ended) pthread_cond_wait(&rows->changed, &rows->lock);
         rows->wanted = 0;
     }
-    int ready = atomic_load(&rows->abandoned) ? 0 : rows->ready;
+    int ready = attache_rows_abandoned(rows) ? 0 : rows->ready;
     pthread_mutex_unlock(&rows->lock);
     return ready;
 }
@@ -55,20 +54,15 @@ typedef struct {
 } resample_job;
 
 static void *resample(void *context) {
-    resample_job *job = context;
+    resample_job *job = context;  // its status starts as ATTACHE_ERR_ABORTED
     attache_rows *rows = job->rows;
     pthread_mutex_lock(&rows->lock);
     while (!rows->image.pixels && !rows->ended) pthread_cond_wait(&rows->changed, &rows->lock);
     attache_image in = rows->image;
     pthread_mutex_unlock(&rows->lock);
-    job->status = ATTACHE_ERR_ABORTED;
     if (in.pixels) {
-        // The size ImagePipeline.scaled picks, in the same double arithmetic.
-        int longest = in.width > in.height ? in.width : in.height;
-        double scale = fmin(1.0, (double)job->edge / (double)longest);
-        int width = (int)round((double)in.width * scale), height = (int)round((double)in.height * scale);
-        if (width < 1) width = 1;
-        if (height < 1) height = 1;
+        int width, height;
+        attache_fit_size(in.width, in.height, job->edge, &width, &height);
         job->status = width == in.width && height == in.height ? ATTACHE_OK
                                                                : attache_resize_rows(&in, width, height, &job->resized, rows);
     }

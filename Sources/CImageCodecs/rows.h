@@ -23,6 +23,10 @@ void attache_rows_begin(attache_rows *rows, const attache_image *image);
 void attache_rows_ready(attache_rows *rows, int count);
 /// The decoder failed and is about to free its buffer: returns once the resampler has stopped reading it.
 void attache_rows_abandon(attache_rows *rows);
+/// Whether the decoder is freeing its buffer (the resampler checks between rows, without the lock).
+static inline int attache_rows_abandoned(attache_rows *rows) {
+    return atomic_load_explicit(&rows->abandoned, memory_order_relaxed);
+}
 /// For the resampler: waits until more than `row` rows are final or the decoder ended; returns
 /// how many are final (not more than `row` when the decoder ended without them).
 int attache_rows_wait(attache_rows *rows, int row);

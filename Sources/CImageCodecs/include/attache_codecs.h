@@ -104,9 +104,13 @@ attache_status attache_png_encode(const attache_image *image, const uint8_t *icc
 
 /// Separable high-quality resample (Catmull-Rom, widened by the shrink factor) to an exact size.
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out);
+/// The size of a `width` x `height` image fitted within `edge` pixels, never enlarged: scale
+/// min(1, edge / longest side), each side rounded half away from zero, at least 1. What every
+/// display copy and thumbnail is resampled to, here and on the resampler's thread.
+void attache_fit_size(int width, int height, int edge, int *fit_width, int *fit_height);
 typedef attache_status (*attache_decode_fn)(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
-/// `decode`, and on a second thread the resample of what it decodes to fit `edge` pixels (the
-/// size ImagePipeline.scaled picks: scale min(1, edge / longest), each side rounded), reading
+/// `decode`, and on a second thread the resample of what it decodes to fit `edge` pixels
+/// (attache_fit_size), reading
 /// each row as soon as the decoder has finished it: bit for bit what attache_resize would make
 /// after the decode, in the time of the decode plus the last rows. `resized` is left empty
 /// when the decoded image already fits. The decoder's status wins; on failure both are empty.
