@@ -6,7 +6,7 @@
 #     to (3/8 for 320 + 1080 of a 3840 px photo, 1/8 for a 320 px thumbnail alone), whole
 #     process. Target: ≤ 1.3× that floor. One decode serves both renditions.
 #   peak RSS (/usr/bin/time, MiB) of one `attache enrich`: a baseline 9 MP JPEG ≤ 48 MB; a
-#     progressive one, which must buffer every coefficient, ≤ 1.1× djpeg's own peak.
+#     progressive one, whose coefficients djpeg holds all of, ≤ 1.1× djpeg's own peak.
 #   PNG: the floor (libpng reading rows with no transformation: inflate + unfilter, in process,
 #     median of RUNS, run after each enrich) beside Attache's render of a 9 MP RGBA PNG (target ≤ 1.3×), and the inflate
 #     alone by zlib and by libdeflate (Benchmarks/tools/png_floor.c).

@@ -40,3 +40,16 @@ cjxl "$tmp/big.png" bombs/64mp.jxl
 avifenc --min 63 --max 63 -s 10 "$tmp/big.png" bombs/64mp.avif
 # Two seconds of clip.mp4 as an animated WebP (20 frames): a GIF of it is large enough to be fitted.
 ffmpeg -v error -y -i clip.mp4 -vf fps=10,scale=320:-1 -t 2 -loop 0 -c:v libwebp_anim -q:v 60 movie.webp
+# JPEGs of several scans, each kind of layout the coefficient store (coefficients.c) meets: an odd
+# size (partial MCUs), progressive at 4:4:4, 4:2:0, 4:2:2 and 4:4:0 subsampling, grey, CMYK,
+# arithmetic-coded, and sequential with one scan per component (libjpeg-turbo-progs, imagemagick).
+mkdir -p scans
+convert photo.jpg -crop 479x357+300+200 +repage "$tmp/crop.ppm"
+for sampling in 1x1:444 2x2:420 2x1:422 1x2:440; do
+  cjpeg -progressive -sample "${sampling%:*}" -outfile "scans/progressive-${sampling#*:}.jpg" "$tmp/crop.ppm"
+done
+cjpeg -progressive -grayscale -outfile scans/progressive-grey.jpg "$tmp/crop.ppm"
+cjpeg -progressive -arithmetic -outfile scans/progressive-arithmetic.jpg "$tmp/crop.ppm"
+convert "$tmp/crop.ppm" -colorspace CMYK -quality 70 -interlace JPEG scans/progressive-cmyk.jpg
+printf '0;\n1;\n2;\n' > "$tmp/scans.txt"
+cjpeg -scans "$tmp/scans.txt" -outfile scans/sequential-scans.jpg "$tmp/crop.ppm"

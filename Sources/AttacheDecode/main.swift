@@ -49,9 +49,10 @@ func answer(_ frame: WireFrame) {
 // being returned to the kernel and faulted back in (glibc would mmap each large buffer afresh
 // and trim the heap after each job: a 1080x720 JPEG took 6.5 ms here against 3.5 ms in a
 // long-running process). Buffers up to 32 MB (glibc's most) come from the heap, and up to 128 MB
-// of it is kept free: a progressive 9 MP JPEG's 55 MB of coefficients and its rows (with 64 MB
-// the heap was trimmed after each and the next one spent a fifth of its time faulting pages
-// back in). The address-space limit still holds.
+// of it is kept free: measured when a progressive 9 MP JPEG's 55 MB of coefficients and its rows
+// came from it (with 64 MB the heap was trimmed after each and the next one spent a fifth of its
+// time faulting pages back in); a scaled decode now keeps 4-11 MB of them (coefficients.c), an
+// unscaled one still all. The address-space limit still holds.
 _ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
 _ = mallopt(M_TRIM_THRESHOLD, 128 << 20)
 

@@ -64,6 +64,10 @@ struct DecodePlan {
     /// JPEG: the IDCT makes the image n/8 of its size (8: full size).
     var jpegScaleEighths = 8
     var boxShrink = 1
+    /// JPEG with several scans: libjpeg's own buffer of every coefficient, instead of the store
+    /// that keeps the values the scaled IDCT reads (coefficients.c). Only as the reference that
+    /// store is tested against: the decoded pixels are the same.
+    var jpegKeepsAllCoefficients = false
 
     /// A JPEG edge of `edge` pixels as libjpeg scales it (rounded up).
     func jpegScaled(_ edge: Int, eighths: Int? = nil) -> Int { (edge * (eighths ?? jpegScaleEighths) + 7) / 8 }
@@ -89,6 +93,7 @@ enum ImageCodecs {
     private static func decodeOptions(plan: DecodePlan, limits: MediaLimits, abort: AbortFlag) -> attache_decode_options {
         var options = attache_decode_options()
         options.scale_eighths = Int32(plan.jpegScaleEighths)
+        options.keep_all_coefficients = plan.jpegKeepsAllCoefficients ? 1 : 0
         options.shrink = Int32(plan.boxShrink)
         options.max_pixels = UInt64(limits.maxPixels)
         options.max_memory = limits.maxDecoderMemory

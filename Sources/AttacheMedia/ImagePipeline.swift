@@ -114,7 +114,8 @@ public struct ImagePipeline: Sendable {
     }
 
     /// Pixels the decoder will hold: a baseline JPEG counts at its DCT-scaled size; a progressive
-    /// JPEG (which keeps every coefficient of the image) and other formats at full size.
+    /// JPEG (whose coefficients are kept for the whole image until its last scan, fewer of them
+    /// when it is scaled: coefficients.c) and other formats at full size.
     func decodedPixels(_ header: ImageHeader, plan: DecodePlan) -> Int {
         if header.format == .jpeg && !header.progressive {
             return plan.jpegScaled(header.width) * plan.jpegScaled(header.height)

@@ -107,6 +107,52 @@ import Testing
         }
     }
 
+    /// A JPEG of several scans decoded below 8/8 keeps only the coefficients its IDCT reads
+    /// (coefficients.c): its pixels are those libjpeg makes from its own buffer of every
+    /// coefficient, bit for bit, at every scale and for every layout of components and scans.
+    @Test(arguments: ["progressive-444.jpg", "progressive-420.jpg", "progressive-422.jpg", "progressive-440.jpg",
+                      "progressive-grey.jpg", "progressive-cmyk.jpg", "progressive-arithmetic.jpg", "sequential-scans.jpg",
+                      "../progressive.jpg"])
+    func theCoefficientStoreDecodesWhatLibjpegDecodes(_ name: String) throws {
+        let bytes = Fixtures.bytes(name, in: Fixtures.mediaDirectory + "/scans")
+        try #require(!bytes.isEmpty)
+        try bytes.withUnsafeBytes { raw in
+            for eighths in 1...8 {
+                var plan = DecodePlan()
+                plan.jpegScaleEighths = eighths
+                var reference = plan
+                reference.jpegKeepsAllCoefficients = true
+                let kept = try ImageCodecs.decode(raw, format: .jpeg, plan: plan, limits: MediaLimits(), abort: AbortFlag())
+                let all = try ImageCodecs.decode(raw, format: .jpeg, plan: reference, limits: MediaLimits(), abort: AbortFlag())
+                #expect((kept.width, kept.height) == (all.width, all.height), "\(name) at \(eighths)/8")
+                #expect(kept.samples == all.samples, "\(name) at \(eighths)/8")
+            }
+        }
+    }
+
+    /// The store is what the decode holds: under a decoder memory limit too small for libjpeg's
+    /// buffer of every coefficient (1 MB for this 479x357 4:4:4 file), a 1/8 or 3/8 decode of
+    /// the store's 8 or 21 % of it fits; an 8/8 decode, which reads every coefficient, is refused.
+    @Test func aScaledProgressiveDecodeHoldsOnlyTheCoefficientsItReads() throws {
+        let bytes = Fixtures.bytes("progressive-444.jpg", in: Fixtures.mediaDirectory + "/scans")
+        let limits = MediaLimits(maxDecoderMemory: 512 << 10)
+        try bytes.withUnsafeBytes { raw throws in
+            for eighths in [1, 3, 8] {
+                var plan = DecodePlan()
+                plan.jpegScaleEighths = eighths
+                var reference = plan
+                reference.jpegKeepsAllCoefficients = true
+                let decode = { (plan: DecodePlan) in try ImageCodecs.decode(raw, format: .jpeg, plan: plan, limits: limits, abort: AbortFlag()) }
+                #expect { try decode(reference) } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
+                if eighths == 8 {
+                    #expect { try decode(plan) } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
+                } else {
+                    #expect(try decode(plan).width == (479 * eighths + 7) / 8)
+                }
+            }
+        }
+    }
+
     /// A download that spilled to disk is read from its mapping, and the pages the decoder has
     /// read are given back as it goes (a 9 MP file's 9 MB had stayed resident beside a progressive
     /// JPEG's 55 MB of coefficients): the renditions are those of the same bytes in memory, and

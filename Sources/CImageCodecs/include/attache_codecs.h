@@ -34,6 +34,9 @@ typedef struct {
     uint64_t max_pixels;      // limit on decoded pixels before the box shrink
     long max_memory;          // JPEG: libjpeg's own memory limit, in bytes
     int max_scans;            // JPEG: progressive scan limit
+    // JPEG: libjpeg's own whole-image coefficient buffer for a progressive file, instead of the
+    // store that keeps only what a scaled IDCT reads (coefficients.c); the reference it is tested against.
+    int keep_all_coefficients;
     int max_frames;           // GIF: frame limit (0: none)
     attache_abort_fn abort_fn;
     void *abort_context;
