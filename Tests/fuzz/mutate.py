@@ -2,7 +2,7 @@
 """Mutation fuzzing of the attache process: no input may crash it.
 
 Usage: mutate.py BIN [CASES] [SEED]
-Media cases mutate the files in Samples/media (bytes flipped, magic values written, spans cut or
+Media cases mutate the files in Samples/media and Samples/media/scans (bytes flipped, magic values written, spans cut or
 inserted) and run `thumbnail` (half of them with a random poster time and mode) or `probe`: the
 exit status must be 0 or 1, never a signal.
 Payload cases mutate Samples/payloads and run `enrich -`: exit 0 with a payload on stdout, or 2
@@ -15,7 +15,7 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 binary = sys.argv[1]
 cases = int(sys.argv[2]) if len(sys.argv) > 2 else 600
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
-media = sorted(p for p in glob.glob(os.path.join(root, "Samples/media/*"))
+media = sorted(p for p in glob.glob(os.path.join(root, "Samples/media/*")) + glob.glob(os.path.join(root, "Samples/media/scans/*"))
                if os.path.isfile(p) and not p.endswith((".html", ".sh")) and os.path.getsize(p) < 300_000)
 payloads = [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(root, "Samples/payloads/*.json")))]
 work = os.environ.get("TMPDIR", "/tmp")
