@@ -88,7 +88,9 @@ echo "enrich, fresh 9 MP JPEG downloads, 64 at once, new service (wrk -t2 -c64 -
 wrk -t2 -c64 -d"$duration" --timeout 15s -s "$work/fresh.lua" "http://127.0.0.1:$sport" | tail -1
 peak() { echo $(( $(grep VmHWM "/proc/$1/status" | awk '{print $2}') / 1024 )); }
 helpers=$(pgrep -P "$server" -f attache-decode || true)
-echo "peak RSS of that service: $(peak "$server") MB; its decoder helpers (--decoders, one per core): $(for h in $helpers; do printf '%s MB ' "$(peak "$h")"; done)"
+# A helper may have been replaced since (after its job limit, or a crash): only those still there.
+echo "peak RSS of that service: $(peak "$server") MB; its decoder helpers (--decoders, one per core): $(for h in $helpers; do
+  [ -r "/proc/$h/status" ] && printf '%s MB ' "$(peak "$h")"; done)"
 echo "  (bounded by --max-media-jobs, renders held at once, and --decoders, each helper at most one file's working set)"
 
 # Fresh enrichment beside thumbor, 4 clients. Thumbor's requests each on a new connection: its two
