@@ -33,8 +33,7 @@
 
 typedef struct coefficient_array {
     JDIMENSION blocks_per_row, rows, max_access;  // as libjpeg asked for it
-    unsigned kept_rows;                           // bit r: the first `kept_width` values of row r are kept
-    int kept_width;
+    int kept_width;                               // n: the values of the top-left n x n are kept
     uint64_t kept;                                // the same as a bit per natural position
     size_t record;                                // bytes a block: the nonzero map, then the kept values
     uint8_t *store;                               // rows * blocks_per_row records
@@ -45,7 +44,7 @@ typedef struct coefficient_array {
 } coefficient_array;
 
 typedef struct {
-    int idct_size[MAX_COMPONENTS];
+    int kept_width[MAX_COMPONENTS];  // per component (kept_width_for)
     int requested;                  // arrays asked for so far (jdcoefct.c: one per component, in order)
     coefficient_array *arrays;      // this store's; the others are libjpeg's
     jvirt_barray_ptr (*request_others)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
@@ -53,18 +52,14 @@ typedef struct {
     JBLOCKARRAY (*access_others)(j_common_ptr, jvirt_barray_ptr, JDIMENSION, JDIMENSION, boolean);
 } coefficient_store;
 
-/// The coefficients an IDCT of size n x n reads, as the rows of a block it reads and how many
-/// values of each, from the left. Only for the sizes where that is at most 25 of the 64 values
+/// The top-left n x n coefficients an IDCT of size n reads, as n. Only for the sizes where that is at most 25 of the 64 values
 /// (a record of at most 58 of libjpeg's 128 bytes): measured on a 9 MP progressive photo, the
 /// decode was faster at 1/8 and 3/8 (a strip in the cache instead of 55 MB streamed through it on
 /// every scan) and the same within a few per cent at 5/8; the sizes that read more cost more
 /// in packing than they saved (40 values for the size 2, whose rows {0,1,3,5,7} are read across:
 /// 11-19 % slower). Zero: left to libjpeg.
-static int kept_by_idct(int n, unsigned *rows) {
-    switch (n) {
-    case 1: case 3: case 5: *rows = (1u << n) - 1; return n;
-    default: *rows = 0; return 0;
-    }
+static int kept_width_for(int idct_size) {
+    return idct_size == 1 || idct_size == 3 || idct_size == 5 ? idct_size : 0;
 }
 
 static uint64_t nonzero_map(const JCOEF *block) {
@@ -85,60 +80,37 @@ static uint64_t nonzero_map(const JCOEF *block) {
 #endif
 }
 
-// Inlined for each kept width, so that the copies of a row are of a constant size.
-static inline __attribute__((always_inline)) void pack_rows(coefficient_array *a, const int width) {
+// Packs the window's blocks into their records, or unpacks them from there. Inlined for each
+// kept width, so that the copies of a row are of a constant size.
+static inline __attribute__((always_inline)) void move_strip_as(coefficient_array *a, const int width, const boolean packing) {
     const size_t row_bytes = (size_t)width * sizeof(JCOEF);
     for (JDIMENSION r = 0; r < a->window_rows; r++) {
         uint8_t *record = a->store + ((size_t)(a->window_start + r) * a->blocks_per_row) * a->record;
         for (JDIMENSION x = 0; x < a->blocks_per_row; x++, record += a->record) {
-            const JCOEF *block = a->window[r][x];
-            uint64_t map = nonzero_map(block);
-            memcpy(record, &map, sizeof map);
-            uint8_t *values = record + sizeof map;
-            for (unsigned rows = a->kept_rows; rows; rows &= rows - 1, values += row_bytes)
-                memcpy(values, block + DCTSIZE * __builtin_ctz(rows), row_bytes);
-        }
-    }
-}
-
-static inline __attribute__((always_inline)) void unpack_rows(coefficient_array *a, const int width) {
-    const size_t row_bytes = (size_t)width * sizeof(JCOEF);
-    for (JDIMENSION r = 0; r < a->window_rows; r++) {
-        const uint8_t *record = a->store + ((size_t)(a->window_start + r) * a->blocks_per_row) * a->record;
-        for (JDIMENSION x = 0; x < a->blocks_per_row; x++, record += a->record) {
             JCOEF *block = a->window[r][x];
+            uint8_t *values = record + sizeof(uint64_t);
             uint64_t map;
-            memcpy(&map, record, sizeof map);
-            memset(block, 0, sizeof(JBLOCK));
-            if (map == 0) continue;
-            const uint8_t *values = record + sizeof map;
-            for (unsigned rows = a->kept_rows; rows; rows &= rows - 1, values += row_bytes)
-                memcpy(block + DCTSIZE * __builtin_ctz(rows), values, row_bytes);
-            for (uint64_t dropped = map & ~a->kept; dropped; dropped &= dropped - 1)
-                block[__builtin_ctzll(dropped)] = STAND_IN;
+            if (packing) {
+                map = nonzero_map(block);
+                memcpy(record, &map, sizeof map);
+                for (int row = 0; row < width; row++) memcpy(values + row * row_bytes, block + DCTSIZE * row, row_bytes);
+            } else {
+                memcpy(&map, record, sizeof map);
+                memset(block, 0, sizeof(JBLOCK));
+                if (map == 0) continue;
+                for (int row = 0; row < width; row++) memcpy(block + DCTSIZE * row, values + row * row_bytes, row_bytes);
+                for (uint64_t dropped = map & ~a->kept; dropped; dropped &= dropped - 1)
+                    block[__builtin_ctzll(dropped)] = STAND_IN;
+            }
         }
     }
 }
 
-static void pack(coefficient_array *a) {
-    switch (a->kept_width) {
-    case 1: pack_rows(a, 1); break;
-    case 3: pack_rows(a, 3); break;
-    case 5: pack_rows(a, 5); break;
-    case 6: pack_rows(a, 6); break;
-    case 7: pack_rows(a, 7); break;
-    default: pack_rows(a, DCTSIZE); break;
-    }
-}
-
-static void unpack(coefficient_array *a) {
-    switch (a->kept_width) {
-    case 1: unpack_rows(a, 1); break;
-    case 3: unpack_rows(a, 3); break;
-    case 5: unpack_rows(a, 5); break;
-    case 6: unpack_rows(a, 6); break;
-    case 7: unpack_rows(a, 7); break;
-    default: unpack_rows(a, DCTSIZE); break;
+static void move_strip(coefficient_array *a, boolean packing) {
+    switch (a->kept_width) {  // 1, 3 or 5 (kept_width_for)
+    case 1: move_strip_as(a, 1, packing); break;
+    case 3: move_strip_as(a, 3, packing); break;
+    default: move_strip_as(a, 5, packing); break;
     }
 }
 
@@ -157,13 +129,12 @@ static jvirt_barray_ptr request_array(j_common_ptr cinfo, int pool_id, boolean p
     // array that is not (never so in libjpeg-turbo 2.1), or whose IDCT reads most values, is
     // left to libjpeg.
     int ci = s->requested++;
-    unsigned kept_rows = 0;
     int kept_width = 0;
-    if (ci < d->num_components && ci < MAX_COMPONENTS) {
+    if (ci < d->num_components) {
         jpeg_component_info *c = &d->comp_info[ci];
         JDIMENSION wide = (c->width_in_blocks + c->h_samp_factor - 1) / c->h_samp_factor * c->h_samp_factor;
         JDIMENSION high = (c->height_in_blocks + c->v_samp_factor - 1) / c->v_samp_factor * c->v_samp_factor;
-        if (blocks_per_row == wide && rows == high) kept_width = kept_by_idct(s->idct_size[ci], &kept_rows);
+        if (blocks_per_row == wide && rows == high) kept_width = s->kept_width[ci];
     }
     if (kept_width == 0) return s->request_others(cinfo, pool_id, pre_zero, blocks_per_row, rows, max_access);
     if (pool_id != JPOOL_IMAGE) ERREXIT1(cinfo, JERR_BAD_POOL_ID, pool_id);
@@ -172,11 +143,9 @@ static jvirt_barray_ptr request_array(j_common_ptr cinfo, int pool_id, boolean p
     a->blocks_per_row = blocks_per_row;
     a->rows = rows;
     a->max_access = max_access;
-    a->kept_rows = kept_rows;
     a->kept_width = kept_width;
-    for (int r = 0; r < DCTSIZE; r++)
-        if (kept_rows >> r & 1) a->kept |= (((uint64_t)1 << kept_width) - 1) << (r * DCTSIZE);
-    a->record = 8 + sizeof(JCOEF) * (size_t)kept_width * (size_t)__builtin_popcount(kept_rows);
+    for (int r = 0; r < kept_width; r++) a->kept |= (((uint64_t)1 << kept_width) - 1) << (r * DCTSIZE);
+    a->record = sizeof(uint64_t) + sizeof(JCOEF) * (size_t)(kept_width * kept_width);
     a->next = s->arrays;
     s->arrays = a;
     return (jvirt_barray_ptr)a;
@@ -209,11 +178,11 @@ static JBLOCKARRAY access_array(j_common_ptr cinfo, jvirt_barray_ptr ptr, JDIMEN
     if (a->store == NULL || num_rows > a->max_access || end_row < start_row || end_row > a->rows)
         ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
     if (start_row < a->window_start || end_row > a->window_start + a->window_rows) {
-        if (a->dirty) pack(a);
+        if (a->dirty) move_strip(a, TRUE);
         a->dirty = FALSE;
         a->window_start = start_row;
         a->window_rows = num_rows;
-        unpack(a);
+        move_strip(a, FALSE);
     }
     if (writable) a->dirty = TRUE;
     return a->window + (start_row - a->window_start);
@@ -221,13 +190,15 @@ static JBLOCKARRAY access_array(j_common_ptr cinfo, jvirt_barray_ptr ptr, JDIMEN
 
 void attache_coefficients_install(j_decompress_ptr cinfo) {
     if (cinfo->num_components > MAX_COMPONENTS) return;
-    int saves = 0;
-    unsigned rows;
-    for (int ci = 0; ci < cinfo->num_components; ci++) saves |= kept_by_idct(IDCT_SIZE(&cinfo->comp_info[ci]), &rows) > 0;
+    int kept_width[MAX_COMPONENTS], saves = 0;
+    for (int ci = 0; ci < cinfo->num_components; ci++) {
+        kept_width[ci] = kept_width_for(IDCT_SIZE(&cinfo->comp_info[ci]));
+        saves |= kept_width[ci] > 0;
+    }
     if (!saves) return;  // e.g. an 8/8 decode, which reads every value
     coefficient_store *s = (*cinfo->mem->alloc_small)((j_common_ptr)cinfo, JPOOL_IMAGE, sizeof *s);
     memset(s, 0, sizeof *s);
-    for (int ci = 0; ci < cinfo->num_components; ci++) s->idct_size[ci] = IDCT_SIZE(&cinfo->comp_info[ci]);
+    memcpy(s->kept_width, kept_width, sizeof(int) * (size_t)cinfo->num_components);
     s->request_others = cinfo->mem->request_virt_barray;
     s->realize_others = cinfo->mem->realize_virt_arrays;
     s->access_others = cinfo->mem->access_virt_barray;
