@@ -102,17 +102,10 @@ test: test-deps
 fuzz: build
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $${FUZZ_SEED:-$$RANDOM}
 
+# Every benchmark, each beside its anchors in one run; writes docs/benchmarks.md (BENCHES="a b"
+# runs some of them: Benchmarks/report.sh says how).
 bench: bench-deps test-deps build
-	Benchmarks/thumbnail.sh $(RELEASE_BIN)
-	Benchmarks/render.sh $(RELEASE_BIN)
-	Benchmarks/fetch.sh $(RELEASE_BIN)
-	Benchmarks/poster.sh $(RELEASE_BIN)
-	Benchmarks/serve.sh $(RELEASE_BIN)
-	Benchmarks/batch.sh $(RELEASE_BIN)
-	Benchmarks/deadline.sh $(RELEASE_BIN)
-	Benchmarks/store.sh $(RELEASE_BIN)
-	Benchmarks/worker.sh $(RELEASE_BIN)
-	Benchmarks/isolation.sh $(RELEASE_BIN)
+	Benchmarks/report.sh $(RELEASE_BIN)
 
 clean:
 	rm -rf .build Samples/extensions/.build attache-media

@@ -177,6 +177,8 @@ let package = Package(
         .testTarget(
             name: "AttacheWorkerTests",
             dependencies: ["AttacheWorker", "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")]
         ),

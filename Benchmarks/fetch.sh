@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads 1,000 small (16 KB) and 50 large (4 MB) files from a loopback origin with Attache's
 # fetch engine (`attache fetch`) and with the curl command line (`--parallel`), in one run, with
-# the same parallelism, and prints the ratio of wall times. Target (issue 3): ratio ≤ 1.0.
+# the same parallelism, and prints the ratio of wall times. Target: ratio ≤ 1.0.
 # Both discard the bodies: `attache fetch` uses the engine's streaming form (each chunk is handed
 # to a consumer that counts it), curl writes to /dev/null. Also printed: the engine's own wall time
 # inside the process (without the ~15 ms it takes to start a Swift process) and curl writing each

@@ -8,7 +8,7 @@
 #            decode, render, store); the difference is what isolation adds per image.
 #   throughput: payloads per second at --concurrency 4 on every core, over 5N payloads (so that
 #            the helpers' start, once per batch, weighs as little as a long-running service's).
-# Goal (issue 18): ≤ 2 ms added per image, ≤ 10 % less throughput. Inputs from gnome-backgrounds
+# Goal: ≤ 2 ms added per image, ≤ 10 % less throughput. Inputs from gnome-backgrounds
 # and ukui-wallpapers (make bench-deps), the GIF made with ffmpeg.
 set -euo pipefail
 cd "$(dirname "$0")/.."

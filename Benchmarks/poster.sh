@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Poster frame at 5 s of a 1080p H.264 clip with a 10 s keyframe interval: Attache (fast and exact
 # modes) against `ffmpeg -ss 5 -i FILE -frames:v 1 -vf scale=320:-2 out.jpg`, in one run, with
-# peak memory. Targets (issue 4): fast ≤ 0.15×, exact ≤ 1.0× ffmpeg's time; < 64 MB peak.
+# peak memory. Targets: fast ≤ 0.15×, exact ≤ 1.0× ffmpeg's time; < 64 MB peak.
 # Whole processes each: a cold `attache thumbnail` pays ~25 ms to load FFmpeg's 130 shared objects,
 # as ffmpeg does. Then the same in a long-running process (what the service and batch jobs pay):
 # `attache batch` over 20 payloads naming the clip (distinct URLs, so nothing is cached), one at a

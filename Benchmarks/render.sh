@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One fresh 9 MP image through `attache enrich` (in process, its default), against the floor of
-# the decoding it needs, in one run (issue 19):
+# the decoding it needs, in one run:
 #   render: the report's render time (decode, resample, encode both renditions, placeholder),
 #     median of RUNS, beside the median of `djpeg -scale N/8` of the same file, run after each at the scale Attache decodes it
 #     to (3/8 for 320 + 1080 of a 3840 px photo, 1/8 for a 320 px thumbnail alone), whole

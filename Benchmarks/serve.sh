@@ -2,10 +2,10 @@
 # Load on `attache serve` with wrk, on loopback, in one run: passthrough payloads, enrich with the
 # media already cached, enrich with fresh downloads (every request a new URL) of a 9 MP JPEG from
 # a loopback origin, with 64 connections. Prints req/s, latency percentiles, non-200 answers and
-# the service's peak RSS. Targets (issue 5): ≥ 10,000 req/s passthrough; ≥ 5,000 req/s cached
+# the service's peak RSS. Targets: ≥ 10,000 req/s passthrough; ≥ 5,000 req/s cached
 # with p99 ≤ 5 ms; no non-200; < 300 MB peak RSS under 64 concurrent fresh 9 MP enrichments.
 #
-# Then fresh enrichment beside a peer (issue 19): thumbor (PyPI, 2 processes, in a virtualenv
+# Then fresh enrichment beside a peer: thumbor (PyPI, 2 processes, in a virtualenv
 # under .build/, allowed the loopback origin, storing nothing) making a 320 px thumbnail, and
 # `attache serve` as users run it (sandboxed decoders, the file store with its fsyncs) making
 # 320 + 1080 + store, then 320 only + store; 4 clients, every request a new URL of the same

@@ -8,7 +8,10 @@ import Logging
 
 /// Everything `attache enrich` (and tests, and later the service) configures, in one place.
 public struct EnrichmentOptions: Sendable {
-    public var deadline: Duration = .seconds(10)
+    /// The deadline of a payload that names none.
+    public var deadline = DeadlinePolicy.standardDefault
+    /// The longest deadline a payload's `Attache-Deadline-Ms` may ask of the service or the worker.
+    public var maxDeadline = DeadlinePolicy.standardMaximum
     public var onTimeout: TimeoutPolicy = .original
     /// The file store's directory, and in any case where the scratch space (downloads, writes in
     /// progress) lives.
@@ -37,6 +40,9 @@ public struct EnrichmentOptions: Sendable {
     public var decoders = DecoderPool.Configuration()
 
     public init() {}
+
+    /// How the front doors that take a deadline per payload turn it into a budget.
+    public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: deadline, maximum: maxDeadline) }
 }
 
 /// The runtime plus the shared media services, built from options: what a command runs.

@@ -22,7 +22,7 @@ public struct RuntimeConfiguration: Sendable {
     public var windDown: Duration
 
     public init(
-        deadline: Duration = .seconds(10),
+        deadline: Duration = DeadlinePolicy.standardDefault,
         onTimeout: TimeoutPolicy = .original,
         attachmentsKey: String = "attachments",
         maxPayloadBytes: Int = PayloadBudget.apns,

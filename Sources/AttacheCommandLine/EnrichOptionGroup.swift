@@ -12,6 +12,9 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default 10s, the service's 3s is for requests that name none].", transform: parseDuration)
     var deadline: Duration?
 
+    @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default 30s].", transform: parseDuration)
+    var maxDeadline: Duration?
+
     @Option(help: "Where validated media and thumbnails are stored: a directory, or s3://BUCKET/PREFIX (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3) [ATTACHE_STORE, default ./attache-media].")
     var store: String?
 
@@ -67,10 +70,11 @@ public struct EnrichOptionGroup: ParsableArguments {
 
     /// The options, flags first, then `settings`; `defaultDeadline` and `defaultIsolation` are
     /// the command's own.
-    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = .seconds(10),
+    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = DeadlinePolicy.standardDefault,
                         defaultIsolation: Isolation = .process) throws -> EnrichmentOptions {
         var options = EnrichmentOptions()
         options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
+        options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
         options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR") ?? options.mediaDirectory
         if let store = settings.string(store, "ATTACHE_STORE") {

@@ -75,8 +75,8 @@ struct Serve: AsyncParsableCommand {
         limits.maxConnections = try settings.int(maxConnections, "ATTACHE_MAX_CONNECTIONS", option: "--max-connections", default: limits.maxConnections, in: 1...1_000_000)
         server.connections = limits
 
-        var options = try enrich.options(settings, defaultDeadline: server.defaultDeadline)
-        server.defaultDeadline = options.deadline
+        var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
         server.servesMedia = options.objectStore == nil
         options.cache = try cache.configuration(settings)

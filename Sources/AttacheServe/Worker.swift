@@ -99,7 +99,7 @@ struct Worker: AsyncParsableCommand {
         queue.maxDeliver = try settings.int(maxDeliver, "ATTACHE_MAX_DELIVER", option: "--max-deliver", default: queue.maxDeliver, in: 1...1000)
 
         var options = try enrich.options(settings)
-        queue.defaultDeadline = options.deadline
+        queue.deadline = options.deadlinePolicy
         options.cache = try cache.configuration(settings)
         if options.deadline > queue.longestDeadline {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [

@@ -273,7 +273,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             fields[.contentLength] = String(body.readableBytes)
             context.write(wrapOutboundOut(.head(HTTPResponse(status: .serviceUnavailable, headerFields: fields))), promise: nil)
             context.write(wrapOutboundOut(.body(body)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            // The close runs on the loop that completes the write: the context stays on its loop.
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
         case .close:
             timer?.cancel()
             timer = nil

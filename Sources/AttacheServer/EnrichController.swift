@@ -1,5 +1,6 @@
 import Attache
 import AttachePayload
+import AttacheSupport
 import HTTPTypes
 import Logging
 import Hummingbird
@@ -8,7 +9,7 @@ import Synchronization
 
 extension HTTPField.Name {
     static let attacheOutcome = Self("Attache-Outcome")!
-    static let attacheDeadline = Self("Attache-Deadline-Ms")!
+    static let attacheDeadline = Self(DeadlinePolicy.header)!
     static let requestID = Self("X-Request-Id")!
     static let serverTiming = Self("Server-Timing")!
 }
@@ -52,8 +53,7 @@ struct EnrichController: Sendable {
             return Self.error(.contentTooLarge, "payload over \(configuration.maxBodyBytes) bytes", id: id)
         }
         let bytes = Array(buffer: body)
-        let deadline = request.headers[.attacheDeadline].flatMap(Int.init).map { Duration.milliseconds(max(1, $0)) }
-            .map { min($0, configuration.maxDeadline) } ?? configuration.defaultDeadline
+        let deadline = configuration.deadline.budget(header: request.headers[.attacheDeadline])
 
         let emission: Emission
         do {
@@ -72,6 +72,7 @@ struct EnrichController: Sendable {
         headers[.contentType] = "application/json"
         headers[.requestID] = id
         headers[.attacheOutcome] = emission.outcomeHeader
+        headers[.attacheDeadline] = String(Int(deadline.milliseconds))
         headers[.serverTiming] = Self.serverTiming(emission.report)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: emission.bytes)))
     }

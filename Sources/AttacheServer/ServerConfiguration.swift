@@ -4,10 +4,8 @@ import Attache
 public struct ServerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// Deadline when a request sends no `Attache-Deadline-Ms`.
-    public var defaultDeadline: Duration
-    /// Longest deadline a request may ask for.
-    public var maxDeadline: Duration
+    /// A request's budget from its `Attache-Deadline-Ms` (the default when it sends none).
+    public var deadline: DeadlinePolicy
     /// Largest request body (a payload is at most 64 KiB).
     public var maxBodyBytes: Int
     /// Enrichments at once; past that, answer at once with the original and reason `overloaded`.
@@ -27,8 +25,7 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,
-        defaultDeadline: Duration = .seconds(3),
-        maxDeadline: Duration = .seconds(30),
+        deadline: DeadlinePolicy = .service,
         maxBodyBytes: Int = 64 * 1024,
         maxInFlight: Int = 256,
         tokens: [String] = [],
@@ -38,8 +35,7 @@ public struct ServerConfiguration: Sendable {
     ) {
         self.host = host
         self.port = port
-        self.defaultDeadline = defaultDeadline
-        self.maxDeadline = maxDeadline
+        self.deadline = deadline
         self.maxBodyBytes = maxBodyBytes
         self.maxInFlight = maxInFlight
         self.tokens = tokens

@@ -25,8 +25,9 @@ public struct QueueConfiguration: Sendable {
     public var ackWait: Duration = .seconds(30)
     /// Deliveries before the stream gives up on a message.
     public var maxDeliver = 10
-    /// Deadline of a message without `Attache-Deadline-Ms`.
-    public var defaultDeadline: Duration = .seconds(10)
+    /// A message's budget from its `Attache-Deadline-Ms` header, counted from its publish, and
+    /// never past `longestDeadline`.
+    public var deadline = DeadlinePolicy()
     /// How long a publish waits for the output stream's acknowledgement.
     public var publishTimeout: Duration = .seconds(5)
 
@@ -148,9 +149,8 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        let remaining = min(Self.remaining(deadline: Self.deadline(message.header("Attache-Deadline-Ms")) ?? configuration.defaultDeadline,
-                                           publishedNs: metadata?.timestampNs),
-                            configuration.longestDeadline)
+        let budget = configuration.deadline.capped(at: configuration.longestDeadline).budget(header: message.header(DeadlinePolicy.header))
+        let remaining = Self.remaining(deadline: budget, publishedNs: metadata?.timestampNs)
         let out: [UInt8], outcome: String
         do throws(PayloadError) {
             // Already late (it waited in the stream, or this is a redelivery): the original, at once.
@@ -164,7 +164,8 @@ public struct QueueWorker: Service {
             metrics.request(outcome: .fallback, reason: .invalidPayload)
             (out, outcome) = (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
         }
-        let headers = [("Attache-Outcome", outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID)]
+        let headers = [("Attache-Outcome", outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID),
+                       (DeadlinePolicy.header, String(Int(budget.milliseconds)))]
         let c = configuration
         do {
             let duplicate = try await publishers.run { _ in
@@ -179,12 +180,6 @@ public struct QueueWorker: Service {
             queueMetrics.publishFailures.increment()
             message.nak(delay: .seconds(1))
         }
-    }
-
-    /// `Attache-Deadline-Ms`, when it is a whole number of milliseconds from 1 to 300000.
-    static func deadline(_ header: String?) -> Duration? {
-        guard let header, let ms = Int(header.filter { $0 != " " }), (1...300_000).contains(ms) else { return nil }
-        return .milliseconds(ms)
     }
 
     /// What is left of `deadline` counted from the publish time (the server's clock; without

@@ -208,7 +208,7 @@ import Testing
         let png = Fixtures.bytes("alpha.png")
         for cut in [png.count / 4, png.count / 2, png.count - 20] {
             Array(png.prefix(cut)).withUnsafeBytes { raw in
-                #expect(throws: MediaError.self) {
+                _ = #expect(throws: MediaError.self) {
                     try ImageCodecs.decode(raw, format: .png, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag(), fitting: 100)
                 }
             }
@@ -218,8 +218,8 @@ import Testing
         for (name, format) in [("photo.jpg", MediaFormat.jpeg), ("alpha.png", .png)] {
             var plan = DecodePlan()
             plan.boxShrink = 2  // the PNG's rows go through the shrink relay's thread
-            try Fixtures.bytes(name).withUnsafeBytes { raw in
-                #expect(throws: CancellationError.self) {
+            Fixtures.bytes(name).withUnsafeBytes { raw in
+                _ = #expect(throws: CancellationError.self) {
                     try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: aborted, fitting: 100)
                 }
             }

@@ -31,7 +31,7 @@ struct ServiceHarness {
         options.cache = cache ? MediaCache.Configuration() : nil
         options.maxMediaJobs = maxMediaJobs
         enrichment = try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        server = ServerConfiguration(host: "127.0.0.1", port: 0, defaultDeadline: deadline, maxInFlight: maxInFlight,
+        server = ServerConfiguration(host: "127.0.0.1", port: 0, deadline: DeadlinePolicy(default: deadline), maxInFlight: maxInFlight,
                                      tokens: tokens, mediaDirectory: mediaDirectory, minimumFreeBytes: minimumFreeBytes,
                                      connections: connections)
     }

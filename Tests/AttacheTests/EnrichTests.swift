@@ -418,9 +418,9 @@ struct RecordingHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-        let merged = metadata.merging(extra ?? [:]) { $1 }.mapValues { "\($0)" }
-        records.lines.withLock { $0.append((message.description, merged)) }
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
+        records.lines.withLock { $0.append((event.message.description, merged)) }
     }
 }
 

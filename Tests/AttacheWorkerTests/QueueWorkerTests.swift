@@ -14,7 +14,7 @@ import Testing
     /// A worker consuming from `server` until `body` returns; what it published, read back from
     /// ATTACHE_OUT, is handed to `body` through `outputs`.
     func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = Fixtures.generousDeadline,
-                    _ body: (NATSConnection) async throws -> Void) async throws {
+                    policy: DeadlinePolicy? = nil, _ body: (NATSConnection) async throws -> Void) async throws {
         var options = EnrichmentOptions()
         options.mediaDirectory = try makeTempDirectory()
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
@@ -22,7 +22,7 @@ import Testing
         options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: nil)
         let enrichment = try Enrichment(options: options, logger: Self.quiet)
         var configuration = QueueConfiguration(nats: NATSOptions(url: server.url))
-        configuration.defaultDeadline = deadline
+        configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
         let worker = QueueWorker(configuration: configuration, enrichment: enrichment, logger: Self.quiet)
         let group = ServiceGroup(configuration: .init(services: [worker], logger: Self.quiet))
         let client = try NATSConnection(NATSOptions(url: server.url))
@@ -41,32 +41,44 @@ import Testing
         enrichment.shutdown()
     }
 
+    struct Output {
+        var id: String, outcome: String, bytes: [UInt8]
+        /// The budget the worker gave the payload, in milliseconds.
+        var deadline: String?
+    }
+
     /// Reads ATTACHE_OUT until `count` messages came (or 30 s passed): (source id, outcome, bytes).
-    func outputs(_ client: NATSConnection, count: Int) async throws -> [(id: String, outcome: String, bytes: [UInt8])] {
+    func outputs(_ client: NATSConnection, count: Int) async throws -> [Output] {
         let pool = BlockingPool(threads: 1, name: "test-reader")
         return try await pool.run { _ in
             _ = try client.ensureStream("ATTACHE_OUT", subject: "attache.out", duplicateWindow: .seconds(300))
             let sub = try client.pullSubscribe(stream: "ATTACHE_OUT", subject: "attache.out", durable: "test-reader",
                                                ackWait: .seconds(30), maxDeliver: 1, maxAckPending: 10_000)
-            var out: [(id: String, outcome: String, bytes: [UInt8])] = []
+            var out: [Output] = []
             let end = ContinuousClock.now + .seconds(30)
             while out.count < count, ContinuousClock.now < end {
                 for m in try sub.fetch(batch: 256, timeout: .milliseconds(500)) {
-                    out.append((m.header("Attache-Source-Id") ?? "", m.header("Attache-Outcome") ?? "", m.data))
+                    out.append(Output(id: m.header("Attache-Source-Id") ?? "", outcome: m.header("Attache-Outcome") ?? "", bytes: m.data,
+                                      deadline: m.header(DeadlinePolicy.header)))
                     m.ack()
                 }
             }
             // Anything more would be a second output for some input.
             for m in try sub.fetch(batch: 256, timeout: .milliseconds(500)) {
-                out.append((m.header("Attache-Source-Id") ?? "", m.header("Attache-Outcome") ?? "", m.data))
+                out.append(Output(id: m.header("Attache-Source-Id") ?? "", outcome: m.header("Attache-Outcome") ?? "", bytes: m.data,
+                                      deadline: m.header(DeadlinePolicy.header)))
             }
             return out
         }
     }
 
     func publish(_ client: NATSConnection, _ bytes: [UInt8], id: String, deadlineMs: Int? = nil) async throws {
+        try await publish(client, bytes, id: id, deadlineHeader: deadlineMs.map(String.init))
+    }
+
+    func publish(_ client: NATSConnection, _ bytes: [UInt8], id: String, deadlineHeader: String?) async throws {
         var headers = [("Nats-Msg-Id", id)]
-        if let deadlineMs { headers.append(("Attache-Deadline-Ms", String(deadlineMs))) }
+        if let deadlineHeader { headers.append((DeadlinePolicy.header, deadlineHeader)) }
         let pool = BlockingPool(threads: 1, name: "test-publisher"), sent = headers
         _ = try await pool.run { _ in try client.publish("attache.in", bytes, headers: sent, timeout: .seconds(5)) }
     }
@@ -159,10 +171,6 @@ import Testing
     }
 
     @Test func deadlinesCountFromThePublishTime() {
-        #expect(QueueWorker.deadline("2500") == .milliseconds(2500))
-        #expect(QueueWorker.deadline("0") == nil)
-        #expect(QueueWorker.deadline("ten") == nil)
-        #expect(QueueWorker.deadline(nil) == nil)
         let now: Int64 = 1_000_000_000_000
         #expect(QueueWorker.remaining(deadline: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
         #expect(QueueWorker.remaining(deadline: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)

@@ -1,0 +1,45 @@
+/// How long a payload is given, for every front door that takes a deadline with each payload (the
+/// service's request header, the worker's message header, the relay's): one rule, so the same
+/// `Attache-Deadline-Ms` value means the same budget wherever it is sent.
+///
+/// - a whole number of milliseconds (ASCII digits, spaces around them ignored): that budget, at
+///   most `maximum`; `0` is a deadline already passed, answered at once (1 ms) with the original;
+/// - absent, empty, or anything else (`-5`, `1.5`, `2s`): `default`, as if it were absent — a
+///   malformed header never holds a payload back and never refuses one.
+public struct DeadlinePolicy: Sendable, Equatable {
+    /// The header a request or a message names its deadline in, and an answer the budget it got.
+    public static let header = "Attache-Deadline-Ms"
+    /// What a payload is given when nothing names its deadline (`enrich`, `batch`, the worker).
+    public static let standardDefault: Duration = .seconds(10)
+    /// The longest deadline a header may ask for.
+    public static let standardMaximum: Duration = .seconds(30)
+    /// The service's default: a pipeline calling it per message rarely waits longer.
+    public static let service = DeadlinePolicy(default: .seconds(3))
+
+    public var `default`: Duration
+    public var maximum: Duration
+
+    /// `maximum` below `default` is raised to it: a payload that names no deadline gets the default.
+    public init(default: Duration = DeadlinePolicy.standardDefault, maximum: Duration = DeadlinePolicy.standardMaximum) {
+        self.default = `default`
+        self.maximum = max(maximum, `default`)
+    }
+
+    /// The budget for a payload whose header reads `value` (nil: no header).
+    public func budget(header value: String?) -> Duration {
+        guard let ms = value.flatMap(Self.milliseconds) else { return `default` }
+        return min(.milliseconds(max(1, ms)), maximum)
+    }
+
+    /// The same policy with a lower maximum (the worker's, which a redelivery must not overtake).
+    public func capped(at limit: Duration) -> DeadlinePolicy {
+        DeadlinePolicy(default: min(`default`, limit), maximum: min(maximum, limit))
+    }
+
+    /// A header's whole milliseconds: 1 to 12 ASCII digits between optional spaces or tabs.
+    static func milliseconds(_ text: String) -> Int? {
+        let digits = text.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+        guard (1...12).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    }
+}

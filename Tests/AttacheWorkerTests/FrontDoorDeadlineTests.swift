@@ -1,0 +1,65 @@
+import Attache
+import AttacheFetch
+import AttacheServer
+import AttacheTesting
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Testing
+
+/// `Attache-Deadline-Ms` means one budget whichever front door it is sent to: the same header values
+/// through the service (HTTP) and the worker (a real JetStream), each answer saying the budget given.
+extension QueueWorkerTests {
+    /// (header, budget in ms) under a policy of 2 s by default and 5 s at most.
+    static let deadlineCases: [(header: String?, ms: Int)] = [
+        (nil, 2000), ("0", 1), ("1", 1), ("250", 250), (" 250 ", 250), ("4000", 4000), ("99999999", 5000),
+        ("abc", 2000), ("-5", 2000), ("1.5", 2000), ("2s", 2000),
+    ]
+
+    @Test func theSameDeadlineHeaderGivesTheSameBudgetThroughEveryFrontDoor() async throws {
+        let policy = DeadlinePolicy(default: .seconds(2), maximum: .seconds(5))
+        for (header, ms) in Self.deadlineCases {
+            #expect(Int(policy.budget(header: header).milliseconds) == ms, "policy, header \(header ?? "none")")
+        }
+        // Passthrough payloads: the budget is decided before anything is fetched, and none waits.
+        let payload = Array(#"{"aps":{"alert":"no media"}}"#.utf8)
+
+        var options = EnrichmentOptions()
+        options.mediaDirectory = try makeTempDirectory()
+        let enrichment = try Enrichment(options: options, logger: Self.quiet)
+        defer { enrichment.shutdown() }
+        let router = buildRouter(configuration: ServerConfiguration(port: 0, deadline: policy, mediaDirectory: options.mediaDirectory),
+                                 enrichment: enrichment)
+        let service = try await Application(router: router).test(.router) { client in
+            var budgets: [Int] = []
+            for (header, _) in Self.deadlineCases {
+                var headers = HTTPFields()
+                if let header { headers[HTTPField.Name(DeadlinePolicy.header)!] = header }
+                let budget = try await client.execute(uri: "/v1/enrich", method: .post, headers: headers, body: ByteBuffer(bytes: payload)) { r in
+                    #expect(r.status == .ok)
+                    return r.headers[HTTPField.Name(DeadlinePolicy.header)!].flatMap { Int($0) } ?? -1
+                }
+                budgets.append(budget)
+            }
+            return budgets
+        }
+
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        var worker: [Int] = []
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin, policy: policy) { client in
+                for (i, (header, _)) in Self.deadlineCases.enumerated() {
+                    try await publish(client, payload, id: "d\(i)", deadlineHeader: header)
+                }
+                let out = try await outputs(client, count: Self.deadlineCases.count)
+                #expect(out.count == Self.deadlineCases.count)
+                worker = Self.deadlineCases.indices.map { i in out.first { $0.id == "d\(i)" }?.deadline.flatMap { Int($0) } ?? -1 }
+            }
+        }
+        let expected = Self.deadlineCases.map(\.ms)
+        #expect(service == expected)
+        #expect(worker == expected)
+    }
+}
