@@ -35,7 +35,9 @@ PRODUCTS := attache attache-serve attache-decode
 # not repeat glibc's link-time note about FoundationEssentials' use of mktemp.
 LLD := $(shell PATH="$$(dirname "$$(command -v $(SWIFT))"):$$PATH" command -v ld.lld >/dev/null 2>&1 && echo "-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld")
 RELEASE_FLAGS := -c release --static-swift-stdlib $(LLD)
-release_build = for p in $(PRODUCTS); do $(SWIFT) build $(RELEASE_FLAGS) --product $$p $(1) || exit 1; done
+release_build = for p in $(PRODUCTS); do $(2) $(SWIFT) build $(RELEASE_FLAGS) --product $$p $(1) || exit 1; done
+# make test's builds fail on a warning about the project's own code (Swift or C).
+NO_WARNINGS := Tests/build-without-warnings.sh
 
 .PHONY: deps test-deps bench-deps build build-static demo test bench fuzz clean
 
@@ -76,7 +78,8 @@ demo: build
 # (bounds: the deadline + 1 s; how close to the deadline answers land is Benchmarks/deadline.sh's
 # to measure): they run after the rest, one test at a time, on a quieter machine.
 test: test-deps
-	$(SWIFT) build $(DEBUG_FLAGS) --build-tests
+	Tests/cli/docs-check.sh
+	$(NO_WARNINGS) $(SWIFT) build $(DEBUG_FLAGS) --build-tests
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --skip Deadline
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --filter Deadline --no-parallel
 	# The extension samples, as a package of their own that depends on Attache (by path), as a
@@ -90,7 +93,7 @@ test: test-deps
 	Tests/cli/worker.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	# What ships is the release build: the command-line and batch checks run against it too.
-	$(call release_build)
+	$(call release_build,,$(NO_WARNINGS))
 	Tests/cli/run.sh $(RELEASE_BIN)
 	Tests/cli/serve.sh $(RELEASE_BIN)
 	Tests/cli/sandbox.sh $(RELEASE_BIN)

@@ -9,14 +9,14 @@ let package = Package(
     products: [
         // Target names never differ from one another only by case (a macOS disk is case-insensitive
         // by default); the executables keep their lower-case names as products.
-        .executable(name: "attache", targets: ["AttacheCLI"]),
-        .executable(name: "attache-serve", targets: ["AttacheServe"]),
+        .executable(name: "attache", targets: ["AttacheMain"]),
+        .executable(name: "attache-serve", targets: ["AttacheServiceMain"]),
         // The sandboxed decoder helper the service, the worker and batch run their decoding in.
-        .executable(name: "attache-decode", targets: ["AttacheDecode"]),
+        .executable(name: "attache-decode", targets: ["AttacheDecoderMain"]),
         // What an extension author imports: the runtime and extension API, the payload model, and
         // the fetch engine (an extension that fetches its own content uses it too).
         .library(name: "Attache", targets: ["Attache", "AttachePayload", "AttacheFetch"]),
-        .library(name: "AttacheTesting", targets: ["AttacheTesting"]),
+        .library(name: "AttacheTesting", targets: ["AttacheTesting", "AttacheOrigin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -74,6 +74,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("dl")]
         ),
 
+        // The runtime and what it is made of (docs/architecture.md).
         .target(name: "AttachePayload", swiftSettings: strict),
         .target(
             name: "AttacheFetch",
@@ -90,7 +91,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // attache-decode, the helper: AttacheMedia's decoders behind CSandbox, jobs over a socket.
-        .executableTarget(name: "AttacheDecode", dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CMalloc", "CSandbox"], swiftSettings: strict),
+        .executableTarget(name: "AttacheDecoderMain", dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CMalloc", "CSandbox"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [
@@ -99,17 +100,24 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // What the command line runs besides enrichment: the batch runner (ordered, resumable
-        // output) and the fallback-timing lab (timeline renderer, deadline sweep).
+
+        // The front doors: each depends on the runtime (and the long-running ones on
+        // AttacheOperations), never on another front door.
+        // What the long-running front doors share: their metrics, the enrichment as a service.
         .target(
-            name: "AttacheTools",
-            dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"],
+            name: "AttacheOperations",
+            dependencies: [
+                "Attache",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
+        // `attache serve`: the Hummingbird application.
         .target(
-            name: "AttacheServer",
+            name: "AttacheHTTPService",
             dependencies: [
-                "Attache", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheOperations", "AttacheStore", "AttacheSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -123,20 +131,29 @@ let package = Package(
         ),
         // `attache worker`: payloads from a NATS JetStream stream, one payload out per payload in.
         .target(
-            name: "AttacheWorker",
+            name: "AttacheQueueWorker",
             dependencies: [
-                "Attache", "AttachePayload", "AttacheServer", "AttacheSupport", "CNats",
+                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
-        .target(name: "AttacheTesting", dependencies: ["AttacheSupport", "CSpawn"], swiftSettings: strict),
-        // Tests only (it imports Testing; AttacheTesting ships inside attache-tools): a trait that
-        // keeps CPU-heavy tests off the test runner's cooperative threads.
+        // `attache batch`: the runner, ordered and resumable output, the ledger.
+        .target(name: "AttacheBatch", dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"], swiftSettings: strict),
+        // `attache timeline`: the renderer and the deadline sweep.
+        .target(name: "AttacheTimeline", dependencies: ["Attache", "AttachePayload", "AttacheSupport"], swiftSettings: strict),
+        // `attache origin`: media served on loopback with faults chosen per request.
+        .target(name: "AttacheOrigin", dependencies: ["AttacheSupport"], swiftSettings: strict),
+
+        // Tests only: fixtures and real servers (SeaweedFS, NATS) for the tests, and a trait that
+        // keeps CPU-heavy tests off the test runner's cooperative threads (it imports Testing).
+        .target(name: "AttacheTesting", dependencies: ["AttacheOrigin", "AttacheSupport", "CSpawn"], swiftSettings: strict),
         .target(name: "AttacheTestTraits", dependencies: ["AttacheSupport"], swiftSettings: strict),
-        // What both executables share: file and stream IO, logging, argument parsing.
+
+        // The command line: every setting's one reader, the option groups, IO and logging that
+        // both executables share.
         .target(
             name: "AttacheCommandLine",
             dependencies: [
@@ -146,21 +163,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Every command but the service, which `attache serve` runs from attache-serve: Hummingbird
-        // brings Foundation and ICU, which every other command would pay for at start.
+        // `attache`: every command but the long-running ones, which `attache serve`, `worker` and
+        // `config` run from attache-serve: Hummingbird brings Foundation and ICU, which every
+        // other command would pay for at start.
         .executableTarget(
-            name: "AttacheCLI",
+            name: "AttacheMain",
             dependencies: [
-                "Attache", "AttacheTools", "AttacheCommandLine", "AttacheIsolation", "AttacheTesting", "AttacheSupport",
+                "Attache", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheCommandLine", "AttacheIsolation", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
+        // `attache-serve`: the service, the worker and `attache config`.
         .executableTarget(
-            name: "AttacheServe",
+            name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheServer", "AttacheWorker", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -175,8 +194,8 @@ let package = Package(
 
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
-            name: "AttacheWorkerTests",
-            dependencies: ["AttacheWorker", "Attache", "AttacheServer", "AttacheTesting", "AttacheSupport",
+            name: "AttacheQueueWorkerTests",
+            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -190,18 +209,18 @@ let package = Package(
             // incremental build only recompiles them when it sees the dependency.
             dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheTesting"]),
+        .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheOrigin", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         // AttacheDecode: the helper is built before the tests that start it.
-        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecode", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
+        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecoderMain", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheTests",
-            dependencies: ["Attache", "AttacheIsolation", "AttacheTools", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Attache", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
-            name: "AttacheServerTests",
+            name: "AttacheHTTPServiceTests",
             dependencies: [
-                "AttacheServer", "AttacheTesting", "AttacheTestTraits", "AttacheSupport",
+                "AttacheHTTPService", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", "AttacheSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -10,6 +10,14 @@ public enum DurationText {
         guard let v = Double(t), v >= 0, v.isFinite else { return nil }
         return .nanoseconds(Int64((v * 1e9).rounded()))
     }
+
+    /// A duration as `parse` reads it back: `2s`, `1.5s`, `300ms` (an hour is `3600s`).
+    public static func format(_ duration: Duration) -> String {
+        let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        if ms % 1000 == 0 { return "\(ms / 1000)s" }
+        if ms >= 1000, ms % 100 == 0 { return "\(Double(ms) / 1000)s" }
+        return "\(ms)ms"
+    }
 }
 
 extension String {

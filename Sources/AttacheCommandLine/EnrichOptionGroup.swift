@@ -76,12 +76,17 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
         options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
-        options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR") ?? options.mediaDirectory
+        options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR", default: options.mediaDirectory)
         if let store = settings.string(store, "ATTACHE_STORE") {
             if store.hasPrefix("s3://") {
                 guard let location = S3Store.Location(store) else { throw ValidationError("--store: \(store) is not s3://BUCKET/PREFIX") }
                 do {
-                    options.objectStore = (location, try S3Store.Endpoint.fromEnvironment { settings.source.value(of: $0) })
+                    // The standard AWS variables, read here and noted like every other setting.
+                    options.objectStore = (location, try S3Store.Endpoint.fromEnvironment { variable in
+                        let value = settings.source.value(of: variable)
+                        settings.noteRead(variable, value)
+                        return value
+                    })
                 } catch {
                     throw ValidationError("--store \(store): \(error)")
                 }
@@ -100,7 +105,7 @@ public struct EnrichOptionGroup: ParsableArguments {
                                                default: options.displaySize, in: options.thumbnailSize...8192)
         options.maxPayloadBytes = try settings.int(maxPayloadBytes, "ATTACHE_MAX_PAYLOAD_BYTES", option: "--max-payload-bytes",
                                                    default: options.maxPayloadBytes, in: 256...65536)
-        options.attachmentsKey = settings.string(attachmentsKey, "ATTACHE_ATTACHMENTS_KEY") ?? options.attachmentsKey
+        options.attachmentsKey = settings.string(attachmentsKey, "ATTACHE_ATTACHMENTS_KEY", default: options.attachmentsKey)
         options.maxAttachments = try settings.int(maxAttachments, "ATTACHE_MAX_ATTACHMENTS", option: "--max-attachments",
                                                   default: options.maxAttachments, in: 1...16)
         let keys = settings.list(mediaKeys, "ATTACHE_MEDIA_KEYS")

@@ -1,3 +1,4 @@
+import AttacheSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,7 @@ public enum Fixtures {
 
     /// A file's bytes; empty when it cannot be read (a test comparing against it then fails).
     public static func bytes(_ name: String, in directory: String = mediaDirectory) -> [UInt8] {
-        readWholeFile("\(directory)/\(name)") ?? []
+        (try? readFile("\(directory)/\(name)")) ?? []
     }
 
     /// A GIF with `frames` 1x1 frames, built by hand (counted, never decoded, by the header check).

@@ -28,7 +28,7 @@ public final class NATSServer: Sendable {
 
     public init() throws {
         guard access(Self.binary, X_OK) == 0 else {
-            throw OriginError("no nats-server at \(Self.binary): run `make test-deps`")
+            throw SetupError("no nats-server at \(Self.binary): run `make test-deps`")
         }
         let directory = try makeTempDirectory()
         process = try ServerProcess(ports: 2, directory: directory, log: "nats.log", within: .seconds(30), name: "nats-server",

@@ -49,7 +49,7 @@ public final class SeaweedFS: Sendable {
                 var status: Int32 = 0
                 waitpid(pid, &status, 0)
                 // The directory the log is in is removed with the server: its words go into the error.
-                guard status == 0 else { throw OriginError("curl PUT \(url) failed: \(logTail(log))") }
+                guard status == 0 else { throw SetupError("curl PUT \(url) failed: \(logTail(log))") }
             }
         }
     }
@@ -66,7 +66,7 @@ public final class SeaweedFS: Sendable {
 
     public init() throws {
         guard access(Self.binary, X_OK) == 0 else {
-            throw OriginError("no SeaweedFS at \(Self.binary): run `make test-deps`")
+            throw SetupError("no SeaweedFS at \(Self.binary): run `make test-deps`")
         }
         let directory = try makeTempDirectory()
         let config = """

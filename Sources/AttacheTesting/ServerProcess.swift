@@ -42,7 +42,7 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
             // Its last words go into the error: the directory the log is in is removed.
             let said = logTail("\(directory)/\(log)")
             removeTree(directory)
-            throw OriginError("\(name) did not answer on port \(readyPort(ports)) within \(within)\(exited ? " (it exited)" : ""); its log ended: \(said)")
+            throw SetupError("\(name) did not answer on port \(readyPort(ports)) within \(within)\(exited ? " (it exited)" : ""); its log ended: \(said)")
         }
         preconditionFailure("unreachable: the last attempt returns or throws")
     }
@@ -110,7 +110,7 @@ func freePorts(_ count: Int) throws -> [Int] {
     var ports: [Int] = []
     for _ in 0..<count {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw OriginError("socket failed") }
+        guard fd >= 0 else { throw SetupError("socket failed") }
         sockets.append(fd)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -119,7 +119,7 @@ func freePorts(_ count: Int) throws -> [Int] {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw OriginError("bind failed") }
+        guard bound == 0 else { throw SetupError("bind failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
@@ -138,7 +138,7 @@ func spawn(_ arguments: [String], output: String) throws -> pid_t {
     defer { argv.forEach { free($0) } }
     var pid: pid_t = 0
     let rc = attache_spawn_program(arguments[0], &argv, output, &pid)
-    guard rc == 0 else { throw OriginError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
+    guard rc == 0 else { throw SetupError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
     return pid
 }
 

@@ -14,7 +14,7 @@ import Glibc
 public func makeTempDirectory() throws -> String {
     var template = Array("/tmp/attache-test-XXXXXX".utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        throw OriginError("mkdtemp failed")
+        throw SetupError("mkdtemp failed")
     }
     let path = String(cString: made)
     madeDirectories.withLock { made in
@@ -56,4 +56,10 @@ extension String {
         }
         return out + rest
     }
+}
+
+/// What a test's set-up could not do (start a server, make a directory), said in a sentence.
+public struct SetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

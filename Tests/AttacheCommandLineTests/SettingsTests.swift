@@ -82,4 +82,25 @@ struct Variables: SettingsSource {
     }
 
     enum Format: String, CaseIterable { case text, json }
+
+    /// What `attache config` prints: each setting once, with the source that gave its value, and
+    /// no secret in the clear.
+    @Test func theRecordSaysWhereEachValueCameFromAndHidesSecrets() throws {
+        let record = SettingsRecord()
+        let s = Settings(Variables(values: ["ATTACHE_DEADLINE": "2s", "ATTACHE_TOKENS": "t1,t2", "ATTACHE_HOST": "0.0.0.0"]), record: record)
+        _ = try s.int(9000, "ATTACHE_PORT", option: "--port", default: 8080, in: 0...65535)
+        _ = try s.duration(nil, "ATTACHE_DEADLINE", option: "--deadline", default: .seconds(10))
+        _ = try s.duration(nil, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
+        _ = s.list(["flagged"], "ATTACHE_TOKENS")
+        _ = s.string(nil, "ATTACHE_HOST", default: "127.0.0.1")
+        _ = s.string(nil, "ATTACHE_HOST", default: "127.0.0.1")  // read twice: listed once
+        _ = s.secret("ATTACHE_NATS_PASSWORD")
+        let entries = record.all
+        #expect(entries.map(\.variable) == ["ATTACHE_PORT", "ATTACHE_DEADLINE", "ATTACHE_CACHE_TTL", "ATTACHE_TOKENS", "ATTACHE_HOST", "ATTACHE_NATS_PASSWORD"])
+        #expect(entries.map(\.source) == [.flag, .environment, .default, .flag, .environment, .default])
+        #expect(entries.map(\.value) == ["9000", "2s", "3600s", "<redacted>", "0.0.0.0", ""])
+        let table = record.table()
+        #expect(!table.contains("t1") && !table.contains("flagged"))
+        #expect(table.split(separator: "\n").count == entries.count + 1)
+    }
 }

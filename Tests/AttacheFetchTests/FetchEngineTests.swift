@@ -6,6 +6,7 @@ import Testing
 import Glibc
 #endif
 @testable import AttacheFetch
+import AttacheOrigin
 
 /// Every test talks only to an in-process origin on 127.0.0.1, port 0.
 @Suite struct FetchEngineTests: FetchEngineTesting {

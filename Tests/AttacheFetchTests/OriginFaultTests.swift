@@ -1,6 +1,7 @@
 import AttacheTesting
 import Testing
 @testable import AttacheFetch
+import AttacheOrigin
 
 /// Each fault of the origin behaves as `OriginFault` documents (seen through the fetch engine).
 @Suite struct OriginFaultTests: FetchEngineTesting {

@@ -32,7 +32,7 @@ import Glibc
     @Test func aServerThatKeepsExitingIsAnErrorThatQuotesItsLog() throws {
         let directory = try makeTempDirectory()
         let start = ContinuousClock.now
-        let error = #expect(throws: OriginError.self) {
+        let error = #expect(throws: SetupError.self) {
             try ServerProcess(ports: 1, directory: directory, log: "log", within: .seconds(20), name: "test server",
                               arguments: { _ in ["/bin/sh", "-c", "echo bind: address already in use; exit 1"] }, readyPort: { $0[0] })
         }

@@ -1,6 +1,7 @@
 import Attache
-import AttacheTools
+import AttacheBatch
 import AttacheFetch
+import AttacheOrigin
 import AttacheTesting
 import Logging
 import Testing
@@ -192,7 +193,7 @@ import Glibc
 }
 
 func writeBytes(_ path: String, _ bytes: [UInt8]) throws {
-    guard let file = fopen(path, "wb") else { throw OriginError("cannot write \(path)") }
+    guard let file = fopen(path, "wb") else { throw SetupError("cannot write \(path)") }
     defer { fclose(file) }
     _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
 }
@@ -206,5 +207,5 @@ func lines(_ path: String) throws -> [String] {
 }
 
 func makeDirectory(_ path: String) throws {
-    guard mkdir(path, 0o755) == 0 else { throw OriginError("mkdir \(path)") }
+    guard mkdir(path, 0o755) == 0 else { throw SetupError("mkdir \(path)") }
 }

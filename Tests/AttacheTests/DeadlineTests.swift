@@ -1,5 +1,5 @@
 import Attache
-import AttacheTools
+import AttacheTimeline
 import AttachePayload
 import AttacheSupport
 import AttacheTesting

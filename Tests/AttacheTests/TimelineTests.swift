@@ -1,5 +1,5 @@
 import Attache
-import AttacheTools
+import AttacheTimeline
 import Testing
 
 @Suite struct TimelineTests {

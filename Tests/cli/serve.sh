@@ -40,4 +40,17 @@ check "serve exits 0 after SIGTERM (got $code)" "[ $code -eq 0 ]"
 check "all 50 in-flight requests answered 200 (got $ok)" "[ $ok -eq 50 ]"
 check "and enriched, not cut short (got $enriched)" "[ $enriched -eq 50 ]"
 check "no new connections after shutdown" "! curl -s -o /dev/null --max-time 1 http://127.0.0.1:$sport/healthz"
+# attache config: what the service would run with, from the service's own reading, secrets hidden.
+config=$(ATTACHE_TOKENS=s3cret-token ATTACHE_DEADLINE=2s "$bin" config serve --port 9123 2>&1)
+check "config: a flag's value and source" "echo \"\$config\" | grep -E -q '^ATTACHE_PORT +9123 +flag\$'"
+check "config: a variable's value and source" "echo \"\$config\" | grep -E -q '^ATTACHE_DEADLINE +2s +environment\$'"
+check "config: a default" "echo \"\$config\" | grep -E -q '^ATTACHE_MAX_IN_FLIGHT +256 +default\$'"
+check "config: a token is redacted" "echo \"\$config\" | grep -E -q '^ATTACHE_TOKENS +<redacted> +environment\$' && ! echo \"\$config\" | grep -q s3cret"
+check "config: every service setting the docs list is shown" \
+  "[ \$(echo \"\$config\" | grep -c '^ATTACHE_') -ge 30 ]"
+ATTACHE_PORT=lots "$bin" config serve > "$tmp/config.out" 2>&1
+code=$?
+check "config: a bad value is the service's own error (exit $code)" "[ $code -ne 0 ] && grep -q 'ATTACHE_PORT=\"lots\" is not a whole number' $tmp/config.out"
+worker_config=$("$bin" config worker --nats nats://127.0.0.1:4999 2>&1)
+check "config worker: the NATS URL from its flag" "echo \"\$worker_config\" | grep -E -q '^ATTACHE_NATS_URL +nats://127.0.0.1:4999 +flag\$'"
 finish serve

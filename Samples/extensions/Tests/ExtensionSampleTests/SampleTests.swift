@@ -1,5 +1,6 @@
 import Attache
 import AttacheFetch
+import AttacheOrigin
 import AttachePayload
 import AttacheTesting
 import Crypto

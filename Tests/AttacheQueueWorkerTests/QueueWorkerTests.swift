@@ -1,11 +1,12 @@
 import Attache
 import AttacheFetch
+import AttacheOrigin
 import AttacheSupport
 import AttacheTesting
 import Logging
 import ServiceLifecycle
 import Testing
-@testable import AttacheWorker
+@testable import AttacheQueueWorker
 
 /// Against a real nats-server with JetStream (`make test-deps`), on loopback.
 @Suite(.serialized) struct QueueWorkerTests {

@@ -4,7 +4,8 @@ import Attache
 import AttacheCommandLine
 import AttacheFetch
 import AttacheMedia
-import AttacheServer
+import AttacheHTTPService
+import AttacheOperations
 import Logging
 import Metrics
 import Prometheus
@@ -58,16 +59,21 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
-    func run() async throws {
-        let settings = Settings.fromEnvironment
-        let registry = try process.bootstrap(settings)
-        let logger = Logger(label: "attache.server")
+    /// What the service runs with, read from the flags, then the environment: `run` starts it,
+    /// `attache config serve` prints it.
+    struct Setup {
+        var server: ServerConfiguration
+        var options: EnrichmentOptions
+        var logFormat: LogFormat
+    }
 
+    func configure(_ settings: Settings) throws -> Setup {
+        let logFormat = try process.format(settings)
         var server = ServerConfiguration()
-        server.host = settings.string(host, "ATTACHE_HOST") ?? server.host
+        server.host = settings.string(host, "ATTACHE_HOST", default: server.host)
         server.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: server.port, in: 0...65535)
-        server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
         server.tokens = settings.list(token, "ATTACHE_TOKENS")
+        server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
         var limits = server.connections
         limits.headerTimeout = try settings.duration(headerTimeout, "ATTACHE_HEADER_TIMEOUT", option: "--header-timeout", default: limits.headerTimeout)
         limits.bodyTimeout = try settings.duration(bodyTimeout, "ATTACHE_BODY_TIMEOUT", option: "--body-timeout", default: limits.bodyTimeout)
@@ -76,12 +82,20 @@ struct Serve: AsyncParsableCommand {
         server.connections = limits
 
         var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        options.cache = try cache.configuration(settings)
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
         server.servesMedia = options.objectStore == nil
-        options.cache = try cache.configuration(settings)
+        return Setup(server: server, options: options, logFormat: logFormat)
+    }
 
-        let enrichment = try Enrichment(options: options, logger: logger)
+    func run() async throws {
+        let setup = try configure(.fromEnvironment)
+        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let logger = Logger(label: "attache.server")
+        let server = setup.server
+
+        let enrichment = try Enrichment(options: setup.options, logger: logger)
         let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
         logger.info("attache serve starting", metadata: [
             "attache.address": "\(server.host):\(server.port)", "attache.auth": "\(server.tokens.isEmpty ? "off" : "bearer")",
@@ -96,51 +110,25 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
-
 /// What the service and the worker set up first: logging, the allocator, Prometheus.
-struct ProcessOptionGroup: ParsableArguments {
-    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
-    var logFormat: LogFormat?
-
-    func bootstrap(_ settings: Settings) throws -> PrometheusCollectorRegistry {
-        let format = try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
-        bootstrapLogging(level: .info, json: format == .json)
-        // Large buffers (bodies, decoded frames) always from mmap, returned to the system when
-        // freed: glibc would otherwise raise its threshold after the first frees and keep them in
-        // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
-        _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        return registry
-    }
-}
-
-/// The media cache of the long-running commands (the service, the worker).
-struct CacheOptionGroup: ParsableArguments {
-    @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
-    var cacheTTL: Duration?
-
-    @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
-    var cacheEntries: Int?
-
-    @Option(help: "Warm-through: how long a media's download and render may go on after its payload's deadline passed, so the next payloads find it cached [ATTACHE_WARM_THROUGH, default 30s; 0 turns it off].", transform: parseDuration)
-    var warmThrough: Duration?
-
-    func configuration(_ settings: Settings) throws -> MediaCache.Configuration? {
-        let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: .seconds(3600), positive: false)
-        guard ttl > .zero else { return nil }
-        let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: 10_000, in: 1...100_000_000)
-        let warm = try settings.duration(warmThrough, "ATTACHE_WARM_THROUGH", option: "--warm-through", default: .seconds(30), positive: false)
-        return MediaCache.Configuration(timeToLive: ttl, maxEntries: entries, warmThrough: warm > .zero ? warm : nil)
-    }
+func bootstrapProcess(logFormat: LogFormat) -> PrometheusCollectorRegistry {
+    bootstrapLogging(level: .info, json: logFormat == .json)
+    // Large buffers (bodies, decoded frames) always from mmap, returned to the system when
+    // freed: glibc would otherwise raise its threshold after the first frees and keep them in
+    // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
+    _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    return registry
 }
 
 extension Settings {
     /// Every setting the flags leave out comes from the environment, read through
     /// swift-configuration; a bad value is an error at start, naming the variable.
-    static var fromEnvironment: Settings {
-        Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())))
+    static var fromEnvironment: Settings { fromEnvironment(recording: nil) }
+
+    static func fromEnvironment(recording record: SettingsRecord?) -> Settings {
+        Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())), record: record)
     }
 }
 
@@ -155,6 +143,6 @@ struct ConfigurationSource: SettingsSource {
 
     func value(of variable: String) -> String? {
         let key = ConfigKey(variable.lowercased().split(separator: "_").map(String.init))
-        return reader.string(forKey: key, isSecret: variable == "ATTACHE_TOKENS").flatMap { $0.isEmpty ? nil : $0 }
+        return reader.string(forKey: key, isSecret: SettingsRecord.secrets.contains(variable)).flatMap { $0.isEmpty ? nil : $0 }
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
 import Attache
-import AttacheTools
+import AttacheTimeline
 import AttachePayload
 import Logging
 

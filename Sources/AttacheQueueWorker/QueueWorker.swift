@@ -1,6 +1,6 @@
 import Attache
 import AttachePayload
-import AttacheServer
+import AttacheOperations
 import AttacheSupport
 import Logging
 import Metrics
@@ -52,12 +52,12 @@ public struct QueueConfiguration: Sendable {
 public struct QueueWorker: Service {
     public let configuration: QueueConfiguration
     public let enrichment: Enrichment
-    let metrics: ServerMetrics
+    let metrics: EnrichmentMetrics
     let queueMetrics: QueueMetrics
     let logger: Logger
     let state: WorkerState
 
-    public init(configuration: QueueConfiguration, enrichment: Enrichment, metrics: ServerMetrics = ServerMetrics(),
+    public init(configuration: QueueConfiguration, enrichment: Enrichment, metrics: EnrichmentMetrics = EnrichmentMetrics(),
                 state: WorkerState = WorkerState(), logger: Logger = Logger(label: "attache.worker")) {
         self.configuration = configuration
         self.enrichment = enrichment

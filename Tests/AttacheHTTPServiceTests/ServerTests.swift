@@ -1,6 +1,8 @@
 import Attache
 import AttacheFetch
-import AttacheServer
+import AttacheHTTPService
+import AttacheOperations
+import AttacheOrigin
 import AttacheSupport
 import AttacheTestTraits
 import AttacheTesting
@@ -38,7 +40,7 @@ struct ServiceHarness {
 
     var app: some ApplicationProtocol {
         buildApplication(configuration: server, enrichment: enrichment, registry: registry,
-                         metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
+                         metrics: EnrichmentMetrics(factory: PrometheusMetricsFactory(registry: registry)),
                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 

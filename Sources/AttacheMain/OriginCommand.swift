@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
+import AttacheOrigin
 import AttachePayload
-import AttacheTesting
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,7 +41,7 @@ struct Origin: AsyncParsableCommand {
                 byPath[member.key] = OriginFault.parameters(query)
             }
         }
-        let origin = try AttacheTesting.Origin(configuration: .init(host: host, port: port, root: root, faults: byPath))
+        let origin = try AttacheOrigin.Origin(configuration: .init(host: host, port: port, root: root, faults: byPath))
         writeStdout(Array("origin listening on http://\(host):\(origin.port)\n".utf8))
         while true { sleep(3600) }
     }

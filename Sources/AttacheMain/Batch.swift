@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttacheCommandLine
 import Attache
-import AttacheTools
+import AttacheBatch
 import AttacheFetch
 import Logging
 import Synchronization

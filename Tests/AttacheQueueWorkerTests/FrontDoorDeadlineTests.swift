@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
-import AttacheServer
+import AttacheHTTPService
+import AttacheOrigin
 import AttacheTesting
 import HTTPTypes
 import Hummingbird

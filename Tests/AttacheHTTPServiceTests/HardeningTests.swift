@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
-import AttacheServer
+import AttacheHTTPService
+import AttacheOrigin
 import AttacheSupport
 import AttacheTesting
 import HTTPTypes
@@ -206,7 +207,7 @@ final class RawConnection {
         }
         guard fd >= 0, connected == 0 else {
             Glibc.close(fd)
-            throw OriginError("cannot connect to 127.0.0.1:\(port)")
+            throw SetupError("cannot connect to 127.0.0.1:\(port)")
         }
     }
 

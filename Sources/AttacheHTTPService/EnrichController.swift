@@ -1,4 +1,5 @@
 import Attache
+import AttacheOperations
 import AttachePayload
 import AttacheSupport
 import HTTPTypes
@@ -19,7 +20,7 @@ extension HTTPField.Name {
 struct EnrichController: Sendable {
     let configuration: ServerConfiguration
     let enrichment: Enrichment
-    let metrics: ServerMetrics
+    let metrics: EnrichmentMetrics
     let connections: Connections
     let inFlight = InFlight()
 

@@ -3,7 +3,7 @@ import Metrics
 
 /// The service's metrics, made with an injected factory (tests use their own registry; the
 /// executable bootstraps Prometheus). Labels are bounded: outcomes, reasons, stages, events.
-public struct ServerMetrics: Sendable {
+public struct EnrichmentMetrics: Sendable {
     let factory: any MetricsFactory
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {

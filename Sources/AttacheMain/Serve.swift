@@ -54,3 +54,20 @@ struct Worker: ParsableCommand {
         ServerLauncher.exec(["worker"] + arguments)
     }
 }
+
+/// `attache config` is attache-serve's: it reads the settings with the service's and the worker's
+/// own code, which lives there.
+struct Config: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Print the settings a command would run with, each with its value and its source.",
+        discussion: "Runs `attache-serve config` from the directory of attache (else from PATH); `attache config --help` explains it."
+    )
+
+    @Argument(parsing: .captureForPassthrough, help: "serve, worker or enrich, and that command's flags.")
+    var arguments: [String] = []
+
+    func run() throws {
+        ServerLauncher.exec(["config"] + arguments)
+    }
+}

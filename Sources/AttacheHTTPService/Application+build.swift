@@ -1,4 +1,5 @@
 import Attache
+import AttacheOperations
 import AttachePayload
 import Hummingbird
 import Logging
@@ -9,7 +10,7 @@ public func buildApplication(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
     registry: PrometheusCollectorRegistry? = nil,
-    metrics: ServerMetrics = ServerMetrics(),
+    metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.server")
 ) -> some ApplicationProtocol {
     let connections = Connections()
@@ -28,7 +29,7 @@ public func buildRouter(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
     registry: PrometheusCollectorRegistry? = nil,
-    metrics: ServerMetrics = ServerMetrics()
+    metrics: EnrichmentMetrics = EnrichmentMetrics()
 ) -> Router<AttacheRequestContext> {
     buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics, connections: Connections())
 }
@@ -37,7 +38,7 @@ func buildRouter(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
     registry: PrometheusCollectorRegistry?,
-    metrics: ServerMetrics,
+    metrics: EnrichmentMetrics,
     connections: Connections
 ) -> Router<AttacheRequestContext> {
     let router = Router(context: AttacheRequestContext.self)

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
-import AttacheServer
-import AttacheWorker
+import AttacheHTTPService
+import AttacheOperations
+import AttacheQueueWorker
 import Logging
 import ServiceLifecycle
 
@@ -75,46 +76,61 @@ struct Worker: AsyncParsableCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
-    func run() async throws {
-        let settings = Settings.fromEnvironment
-        let registry = try process.bootstrap(settings)
-        let logger = Logger(label: "attache.worker")
+    /// What the worker runs with, read from the flags, then the environment: `run` starts it,
+    /// `attache config worker` prints it.
+    struct Setup {
+        var queue: QueueConfiguration
+        var options: EnrichmentOptions
+        var logFormat: LogFormat
+        /// Where `/healthz` and `/metrics` are served; nil: nowhere.
+        var probe: (host: String, port: Int)?
+    }
 
-        var nats = NATSOptions(url: settings.string(self.nats, "ATTACHE_NATS_URL") ?? "nats://127.0.0.1:4222")
+    func configure(_ settings: Settings) throws -> Setup {
+        let logFormat = try process.format(settings)
+        var nats = NATSOptions(url: settings.string(self.nats, "ATTACHE_NATS_URL", default: "nats://127.0.0.1:4222"))
         nats.user = settings.string(natsUser, "ATTACHE_NATS_USER")
-        nats.password = settings.string(nil, "ATTACHE_NATS_PASSWORD")
-        nats.token = settings.string(nil, "ATTACHE_NATS_TOKEN")
+        nats.password = settings.secret("ATTACHE_NATS_PASSWORD")
+        nats.token = settings.secret("ATTACHE_NATS_TOKEN")
         nats.credentials = settings.string(natsCredentials, "ATTACHE_NATS_CREDENTIALS")
         nats.ca = settings.string(natsCA, "ATTACHE_NATS_CA")
-        nats.tls = natsTLS || settings.string(nil, "ATTACHE_NATS_TLS") == "true"
+        nats.tls = try settings.flag(natsTLS, "ATTACHE_NATS_TLS")
 
         var queue = QueueConfiguration(nats: nats)
-        queue.inputStream = settings.string(inputStream, "ATTACHE_INPUT_STREAM") ?? queue.inputStream
-        queue.inputSubject = settings.string(inputSubject, "ATTACHE_INPUT_SUBJECT") ?? queue.inputSubject
-        queue.consumer = settings.string(consumer, "ATTACHE_CONSUMER") ?? queue.consumer
-        queue.outputStream = settings.string(outputStream, "ATTACHE_OUTPUT_STREAM") ?? queue.outputStream
-        queue.outputSubject = settings.string(outputSubject, "ATTACHE_OUTPUT_SUBJECT") ?? queue.outputSubject
+        queue.inputStream = settings.string(inputStream, "ATTACHE_INPUT_STREAM", default: queue.inputStream)
+        queue.inputSubject = settings.string(inputSubject, "ATTACHE_INPUT_SUBJECT", default: queue.inputSubject)
+        queue.consumer = settings.string(consumer, "ATTACHE_CONSUMER", default: queue.consumer)
+        queue.outputStream = settings.string(outputStream, "ATTACHE_OUTPUT_STREAM", default: queue.outputStream)
+        queue.outputSubject = settings.string(outputSubject, "ATTACHE_OUTPUT_SUBJECT", default: queue.outputSubject)
         queue.concurrency = try settings.int(concurrency, "ATTACHE_CONCURRENCY", option: "--concurrency", default: queue.concurrency, in: 1...10_000)
         queue.ackWait = try settings.duration(ackWait, "ATTACHE_ACK_WAIT", option: "--ack-wait", default: queue.ackWait)
         queue.maxDeliver = try settings.int(maxDeliver, "ATTACHE_MAX_DELIVER", option: "--max-deliver", default: queue.maxDeliver, in: 1...1000)
+        let probePort = try settings.int(metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
+        let probeHost = settings.string(host, "ATTACHE_HOST", default: "127.0.0.1")
 
         var options = try enrich.options(settings)
-        queue.deadline = options.deadlinePolicy
         options.cache = try cache.configuration(settings)
-        if options.deadline > queue.longestDeadline {
+        queue.deadline = options.deadlinePolicy
+        return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) })
+    }
+
+    func run() async throws {
+        let setup = try configure(.fromEnvironment)
+        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let logger = Logger(label: "attache.worker")
+        let queue = setup.queue
+        if setup.options.deadline > queue.longestDeadline {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
-                "attache.deadline_s": "\(options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
+                "attache.deadline_s": "\(setup.options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
             ])
         }
 
-        let enrichment = try Enrichment(options: options, logger: logger)
+        let enrichment = try Enrichment(options: setup.options, logger: logger)
         let state = WorkerState()
         var services: [any Service] = [EnrichmentService(enrichment)]
         services.append(QueueWorker(configuration: queue, enrichment: enrichment, state: state, logger: logger))
-        let probePort: Int? = metricsPort != nil || settings.string(nil, "ATTACHE_METRICS_PORT") != nil
-            ? try settings.int(metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", default: 0, in: 1...65535) : nil
-        if let port = probePort {
-            services.append(buildProbeApplication(host: settings.string(host, "ATTACHE_HOST") ?? "127.0.0.1", port: port,
+        if let probe = setup.probe {
+            services.append(buildProbeApplication(host: probe.host, port: probe.port,
                                                   registry: registry, healthy: { state.isHealthy }, logger: logger))
         }
         // The enrichment first, so that it is stopped last, after the worker has finished.

@@ -1,0 +1,41 @@
+import ArgumentParser
+import Attache
+
+public enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable { case text, json }
+
+/// What the long-running commands (the service, the worker) set up first.
+public struct ProcessOptionGroup: ParsableArguments {
+    @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
+    var logFormat: LogFormat?
+
+    public init() {}
+
+    public func format(_ settings: Settings) throws -> LogFormat {
+        try settings.choice(logFormat, "ATTACHE_LOG_FORMAT", default: LogFormat.text)
+    }
+}
+
+/// The media cache of the long-running commands (the service, the worker).
+public struct CacheOptionGroup: ParsableArguments {
+    @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
+    var cacheTTL: Duration?
+
+    @Option(help: "Most cached media URLs [ATTACHE_CACHE_ENTRIES, default 10000].")
+    var cacheEntries: Int?
+
+    @Option(help: "Warm-through: how long a media's download and render may go on after its payload's deadline passed, so the next payloads find it cached [ATTACHE_WARM_THROUGH, default 30s; 0 turns it off].", transform: parseDuration)
+    var warmThrough: Duration?
+
+    public init() {}
+
+    /// The cache, or nil when its TTL is zero.
+    public func configuration(_ settings: Settings) throws -> MediaCache.Configuration? {
+        let defaults = MediaCache.Configuration()
+        let ttl = try settings.duration(cacheTTL, "ATTACHE_CACHE_TTL", option: "--cache-ttl", default: defaults.timeToLive, positive: false)
+        let entries = try settings.int(cacheEntries, "ATTACHE_CACHE_ENTRIES", option: "--cache-entries", default: defaults.maxEntries, in: 1...100_000_000)
+        // On by default where it pays: processes that stay up for the next payload.
+        let warm = try settings.duration(warmThrough, "ATTACHE_WARM_THROUGH", option: "--warm-through", default: .seconds(30), positive: false)
+        guard ttl > .zero else { return nil }
+        return MediaCache.Configuration(timeToLive: ttl, maxEntries: entries, warmThrough: warm > .zero ? warm : nil)
+    }
+}

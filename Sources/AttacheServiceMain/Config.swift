@@ -1,0 +1,47 @@
+import ArgumentParser
+import Attache
+import AttacheCommandLine
+
+/// `attache config`: the configuration a command would run with — every setting, its value and
+/// where it came from — read by the very code that command runs (`Serve.configure`,
+/// `Worker.configure`, the enrichment options), so that what it prints cannot drift from what runs.
+struct Config: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache config",
+        abstract: "Print the settings a command would run with, each with its value and its source.",
+        discussion: """
+        Give the command and its flags as you would run it: `attache config serve --port 9000`. \
+        Each setting is shown as its ATTACHE_* variable, with its value and where that came from: \
+        flag, environment or default. Secrets (tokens, passwords, AWS keys) are shown as <redacted>. \
+        Nothing is started. A value that does not parse is the same error the command would stop with.
+        """
+    )
+
+    enum Target: String, ExpressibleByArgument, CaseIterable {
+        case serve, worker, enrich
+    }
+
+    @Argument(help: "The command whose settings to show: serve, worker or enrich (also batch's and timeline's).")
+    var command: Target = .serve
+
+    @Argument(parsing: .captureForPassthrough, help: "That command's flags.")
+    var arguments: [String] = []
+
+    func run() throws {
+        let record = SettingsRecord()
+        let settings = Settings.fromEnvironment(recording: record)
+        switch command {
+        case .serve: _ = try Serve.parse(arguments).configure(settings)
+        case .worker: _ = try Worker.parse(arguments).configure(settings)
+        case .enrich: _ = try EnrichFlags.parse(arguments).enrich.options(settings, defaultIsolation: .inProcess)
+        }
+        print(record.table())
+    }
+}
+
+/// The enrichment flags under the name a user typed them with (for errors and usage lines).
+private struct EnrichFlags: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "attache enrich")
+
+    @OptionGroup var enrich: EnrichOptionGroup
+}
