@@ -16,8 +16,8 @@ public struct EnrichmentOptions: Sendable {
     /// The file store's directory, and in any case where the scratch space (downloads, writes in
     /// progress) lives.
     public var mediaDirectory: String = "./attache-media"
-    /// An S3-compatible bucket to store in instead of the directory, and how to reach it.
-    public var objectStore: (location: S3Store.Location, endpoint: S3Store.Endpoint)?
+    /// The media directory itself, or an S3-compatible bucket.
+    public var store: StoreLocation = .directory
     public var publicBaseURL: String?
     public var allowedAddresses: [CIDR] = []
     public var thumbnailSize = 320
@@ -66,11 +66,12 @@ public struct Enrichment: Sendable {
         do {
             scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
             let store: any MediaStore
-            if let (location, endpoint) = options.objectStore {
+            switch options.store {
+            case .bucket(let location, let endpoint):
                 let engine = try S3Store.makeEngine(tempDirectory: scratch.path)
                 storeEngine = engine
                 store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.publicBaseURL, engine: engine)
-            } else {
+            case .directory:
                 storeEngine = nil
                 store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
             }

@@ -77,23 +77,22 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
         options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR", default: options.mediaDirectory)
-        if let store = settings.string(store, "ATTACHE_STORE") {
-            if store.hasPrefix("s3://") {
-                guard let location = S3Store.Location(store) else { throw ValidationError("--store: \(store) is not s3://BUCKET/PREFIX") }
-                do {
-                    // The standard AWS variables, read here and noted like every other setting.
-                    options.objectStore = (location, try S3Store.Endpoint.fromEnvironment { variable in
-                        let value = settings.source.value(of: variable)
-                        settings.noteRead(variable, value)
-                        return value
-                    })
-                } catch {
-                    throw ValidationError("--store \(store): \(error)")
+        if let text = settings.string(store, "ATTACHE_STORE") {
+            let parsed: (StoreLocation, directory: String?)
+            do {
+                // The standard AWS variables, read here and noted like every other setting.
+                parsed = try StoreLocation.parse(text) { variable in
+                    let value = settings.source.value(of: variable)
+                    settings.noteRead(variable, value)
+                    return value
                 }
-            } else if mediaDir == nil {
-                options.mediaDirectory = store
-            } else {
-                throw ValidationError("--store DIR and --media-dir name the same thing: give one")
+            } catch {
+                throw ValidationError("--store \(text): \(error)")
+            }
+            options.store = parsed.0
+            if let directory = parsed.directory {
+                guard mediaDir == nil else { throw ValidationError("--store DIR and --media-dir name the same thing: give one") }
+                options.mediaDirectory = directory
             }
         }
         options.publicBaseURL = settings.string(publicBaseURL, "ATTACHE_PUBLIC_BASE_URL")

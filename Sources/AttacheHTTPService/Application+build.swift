@@ -1,6 +1,7 @@
 import Attache
 import AttacheOperations
 import AttachePayload
+import AttacheStore
 import Hummingbird
 import Logging
 import Prometheus
@@ -48,11 +49,11 @@ func buildRouter(
     EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
         .register(on: guarded)
     let health = HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory,
-                                  minimumFreeBytes: configuration.minimumFreeBytes, storeIsLocal: configuration.servesMedia,
+                                  minimumFreeBytes: configuration.minimumFreeBytes, store: configuration.store,
                                   registry: registry)
     health.register(on: router)
     health.registerMetrics(on: guarded)
     // With an object store, devices read the bucket (or its CDN): there is nothing to serve here.
-    if configuration.servesMedia { MediaController(directory: configuration.mediaDirectory).register(on: router) }
+    if configuration.store.isLocal { MediaController(directory: configuration.mediaDirectory).register(on: router) }
     return router
 }

@@ -19,11 +19,7 @@ struct BearerAuth<Context: RequestContext>: RouterMiddleware {
         var accepted = false
         for token in tokens where Self.constantTimeEqual(token, presented) { accepted = true }
         guard accepted else {
-            var headers = HTTPFields()
-            headers[.wwwAuthenticate] = "Bearer"
-            headers[.contentType] = "application/json"
-            return Response(status: .unauthorized, headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(string: #"{"error":"unauthorized"}"#)))
+            return ErrorResponse.response(.unauthorized, "unauthorized", headers: [.wwwAuthenticate: "Bearer"])
         }
         return try await next(request, context)
     }

@@ -269,7 +269,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             fields[.connection] = "close"
             fields[.retryAfter] = "1"
             fields[.contentType] = "application/json"
-            let body = ByteBuffer(string: #"{"error":"too many connections"}"#)
+            let body = ErrorResponse.body("too many connections")
             fields[.contentLength] = String(body.readableBytes)
             context.write(wrapOutboundOut(.head(HTTPResponse(status: .serviceUnavailable, headerFields: fields))), promise: nil)
             context.write(wrapOutboundOut(.body(body)), promise: nil)

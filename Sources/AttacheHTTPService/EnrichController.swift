@@ -111,11 +111,7 @@ struct EnrichController: Sendable {
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String, id: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        headers[.requestID] = id
-        let body = JSONWriter.bytes(.object(JSONObject(["error": .string(message)])))
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        ErrorResponse.response(status, message, headers: [.requestID: id])
     }
 
     static func newRequestID() -> String {

@@ -1,4 +1,5 @@
 import Attache
+import AttacheStore
 import AttacheSupport
 import HTTPTypes
 import Hummingbird
@@ -12,8 +13,7 @@ struct HealthController: Sendable {
     let mediaDirectory: String
     /// Free space under which the store counts as full (the largest attachment it may have to take).
     let minimumFreeBytes: Int
-    /// The store is the media directory itself (not an object store).
-    let storeIsLocal: Bool
+    let store: StoreLocation
     let registry: PrometheusCollectorRegistry?
 
     func register(on router: some RouterMethods<AttacheRequestContext>) {
@@ -25,7 +25,7 @@ struct HealthController: Sendable {
                 return Self.text(.serviceUnavailable, "media directory full\n")
             }
             // A directory store is the media directory just checked; a remote one is asked.
-            if !storeIsLocal, let why = await enrichment.services.store.unavailability() {
+            if !store.isLocal, let why = await enrichment.services.store.unavailability() {
                 return Self.text(.serviceUnavailable, "store: \(why)\n")
             }
             return Self.text(.ok, "ready\n")

@@ -1,4 +1,5 @@
 import Attache
+import AttacheStore
 
 /// Everything `attache serve` configures.
 public struct ServerConfiguration: Sendable {
@@ -14,8 +15,8 @@ public struct ServerConfiguration: Sendable {
     public var tokens: [String]
     /// Where `/media/<name>` reads from (the enrichment's media directory).
     public var mediaDirectory: String
-    /// False with an object store: `/media` is off (404), devices read the bucket.
-    public var servesMedia = true
+    /// A bucket turns `/media` off (404: devices read the bucket) and is asked by `/readyz`.
+    public var store: StoreLocation = .directory
     /// `/readyz` says 503 when the media directory's filesystem has less free space than this
     /// (default: the largest attachment, a 50 MB movie).
     public var minimumFreeBytes: Int

@@ -85,7 +85,7 @@ struct Serve: AsyncParsableCommand {
         options.cache = try cache.configuration(settings)
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
-        server.servesMedia = options.objectStore == nil
+        server.store = options.store
         return Setup(server: server, options: options, logFormat: logFormat)
     }
 

@@ -17,8 +17,8 @@ public struct FileStore: MediaStore {
 
     public init(directory: String, publicBaseURL: String? = nil, tempDirectory: String? = nil,
                 pool: BlockingPool = .shared) throws {
-        self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
-        self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.directory = directory.withoutTrailingSlash
+        self.publicBaseURL = publicBaseURL?.withoutTrailingSlash
         self.tempDirectory = tempDirectory
         self.pool = pool
         try Self.makeDirectories(self.directory)
@@ -43,7 +43,13 @@ public struct FileStore: MediaStore {
     /// leaves the process for a file a power cut could take back.
     public func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?,
                     deadline: ContinuousClock.Instant) async throws -> StoredMedia {
-        try await pool.run { _ in try putNow(bytes, fileExtension: fileExtension, sha256: sha256, file: file) }
+        // A write cannot be interrupted; past the deadline it ends on its own and its URL is
+        // never handed out (a file that lands after all is harmless: its name is its content).
+        do {
+            return try await pool.run(until: deadline) { _ in try putNow(bytes, fileExtension: fileExtension, sha256: sha256, file: file) }
+        } catch is DeadlinePassed {
+            throw StoreError("the deadline passed before the write was durable")
+        }
     }
 
     /// The same, on the calling thread.
@@ -66,18 +72,24 @@ public struct FileStore: MediaStore {
 
     public func record(named name: String, deadline: ContinuousClock.Instant) async -> [UInt8]? {
         let path = "\(directory)/results/\(name)"
-        return try? await pool.run { _ in try readFile(path) }
+        return try? await pool.run(until: deadline) { _ in try readFile(path) }
     }
 
     public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
         let directory = "\(self.directory)/results", temp = tempDirectory
-        try await pool.run { _ in
-            do {
+        do {
+            try await pool.run(until: deadline) { _ in
                 try AttacheSupport.makeDirectories(directory)
                 try writeFileAtomically("\(directory)/\(name)", bytes, tempDirectory: temp, durable: true)
-            } catch {
-                throw StoreError("\(error)")
             }
+        } catch is DeadlinePassed {
+            throw StoreError("the deadline passed before the record was durable")
+        } catch let error as StoreError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw StoreError("\(error)")
         }
     }
 

@@ -33,7 +33,7 @@ public struct S3Store: MediaStore {
         public var signature: AWSSignature
 
         public init(url: String, signature: AWSSignature) {
-            self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
+            self.url = url.withoutTrailingSlash
             self.signature = signature
         }
 
@@ -64,8 +64,7 @@ public struct S3Store: MediaStore {
     public init(location: Location, endpoint: Endpoint, publicBaseURL: String?, engine: FetchEngine) {
         self.location = location
         self.endpoint = endpoint
-        let base = publicBaseURL ?? "\(endpoint.url)/\(location.bucket)"
-        self.publicBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
+        self.publicBaseURL = (publicBaseURL ?? "\(endpoint.url)/\(location.bucket)").withoutTrailingSlash
         self.engine = engine
     }
 

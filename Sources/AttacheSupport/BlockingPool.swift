@@ -57,4 +57,27 @@ public final class BlockingPool: Sendable {
             once.withLock { $0.take() }?.resume(throwing: CancellationError())
         }
     }
+
+    /// `run`, given up at `deadline` with `DeadlinePassed`: for blocking work that cannot be
+    /// interrupted (a write, an fsync), so that the caller keeps its deadline while the job ends
+    /// on its thread and its result is dropped.
+    public func run<T: Sendable>(until deadline: ContinuousClock.Instant,
+                                 _ body: @escaping @Sendable (AbortFlag) throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await self.run(body) }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw DeadlinePassed() }
+            return value
+        }
+    }
+}
+
+/// Blocking work given up because its deadline passed first.
+public struct DeadlinePassed: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the deadline passed first" }
 }

@@ -66,4 +66,22 @@ import Glibc
         try writeFileAtomically("\(dir)/file", [0])
         #expect(throws: StoreError.self) { try FileStore(directory: "\(dir)/file/media") }
     }
+
+    /// A write that cannot finish by its deadline (here its one thread is busy) is given up at the
+    /// deadline as a store error, never answered late, and no URL is handed out for it.
+    @Test func aWriteThatCannotFinishByItsDeadlineIsGivenUpThen() async throws {
+        let pool = BlockingPool(threads: 1, name: "test-store")
+        let store = try FileStore(directory: try makeTempDirectory(), pool: pool)
+        let busy = Task { try await pool.run { _ in usleep(2_000_000) } }
+        try await Task.sleep(for: .milliseconds(50))
+        let start = ContinuousClock.now
+        await #expect(throws: StoreError.self) {
+            _ = try await store.put([1, 2, 3], fileExtension: "png", deadline: start + .milliseconds(200))
+        }
+        #expect(ContinuousClock.now - start < .milliseconds(1200))
+        #expect(await store.record(named: "r.json", deadline: .now + .milliseconds(100)) == nil)
+        _ = try await busy.value
+        // With the thread free, the same store keeps its deadlines and writes.
+        #expect(try await store.put([1, 2, 3], fileExtension: "png", deadline: .now + .seconds(5)).name.hasSuffix(".png"))
+    }
 }

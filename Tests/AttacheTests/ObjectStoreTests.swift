@@ -8,8 +8,8 @@ import Testing
 /// Enrichment into a real SeaweedFS bucket: the payload's URLs are objects a device can read,
 /// holding the validated bytes; a store that is down costs the attachment, by the deadline.
 @Suite(.serialized) struct ObjectStoreTests {
-    func objectStore(_ server: SeaweedFS) -> (S3Store.Location, S3Store.Endpoint) {
-        (S3Store.Location("s3://campaigns/push/")!, S3Store.Endpoint(url: server.endpoint, signature: AWSSignature(
+    func objectStore(_ server: SeaweedFS) -> StoreLocation {
+        .bucket(S3Store.Location("s3://campaigns/push/")!, S3Store.Endpoint(url: server.endpoint, signature: AWSSignature(
             accessKey: server.accessKey, secretKey: server.secretKey, region: "us-east-1")))
     }
 
@@ -18,7 +18,7 @@ import Testing
             let h = try Harness()
             try await server.createBucket("campaigns")
             let e = try h.enrichment {
-                $0.objectStore = objectStore(server)
+                $0.store = objectStore(server)
                 $0.deadline = .seconds(20)
             }
             defer { h.stop(e) }
@@ -40,7 +40,7 @@ import Testing
         try await SeaweedFS.with { server in
             let h = try Harness()
             let e = try h.enrichment {
-                $0.objectStore = objectStore(server)
+                $0.store = objectStore(server)
                 $0.deadline = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
             }
             defer { h.stop(e) }
@@ -63,7 +63,7 @@ import Testing
             defer { h.stop() }
             func replica() throws -> Enrichment {
                 try h.enrichment {
-                    $0.objectStore = objectStore(server)
+                    $0.store = objectStore(server)
                     $0.cache = MediaCache.Configuration(timeToLive: .seconds(3600), maxEntries: 100)
                     $0.deadline = .seconds(20)
                     $0.mediaDirectory = try! makeTempDirectory()  // each replica its own scratch space
