@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheCommandLineTests",
-            // Attache directly: its types (EnrichmentOptions) are laid out in these tests, and an
+            // Attache directly: its types (Enrichment.Configuration) are laid out in these tests, and an
             // incremental build only recompiles them when it sees the dependency.
             dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),

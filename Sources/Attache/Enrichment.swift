@@ -6,43 +6,46 @@ import AttacheStore
 import AttacheSupport
 import Logging
 
-/// Everything `attache enrich` (and tests, and later the service) configures, in one place.
-public struct EnrichmentOptions: Sendable {
-    /// The deadline of a payload that names none.
-    public var deadline = DeadlinePolicy.standardDefault
-    /// The longest deadline a payload's `Attache-Deadline-Ms` may ask of the service or the worker.
-    public var maxDeadline = DeadlinePolicy.standardMaximum
-    public var onTimeout: TimeoutPolicy = .original
-    /// The file store's directory, and in any case where the scratch space (downloads, writes in
-    /// progress) lives.
-    public var mediaDirectory: String = "./attache-media"
-    /// The media directory itself, or an S3-compatible bucket.
-    public var store: StoreLocation = .directory
-    public var publicBaseURL: String?
-    public var allowedAddresses: [CIDR] = []
-    public var thumbnailSize = 320
-    public var displaySize = 1080
-    public var maxPayloadBytes = PayloadBudget.apns
-    public var attachmentsKey = "attachments"
-    public var maxAttachments = 4
-    /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
-    public var genericKeys = DialectReader.defaultGenericKeys
-    public var posterMode: PosterMode = .fast
-    /// A result cache shared by every payload this enrichment handles (nil: none).
-    public var cache: MediaCache.Configuration?
-    /// An HTTP proxy for media fetches; proxy environment variables are never used.
-    public var proxy: String?
-    /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
-    public var maxMediaJobs = 32
-    /// Where downloaded media is parsed: in sandboxed helper processes, or in this one.
-    public var isolation: Isolation = .inProcess
-    /// The helpers, with `.process`.
-    public var decoders = DecoderPool.Configuration()
+extension Enrichment {
+    /// What every front door that enriches configures (the media, the store, the fetch policy, the
+    /// decoders, the deadline): its settings are read by `EnrichOptionGroup`.
+    public struct Configuration: Sendable {
+        /// The deadline of a payload that names none.
+        public var deadline = DeadlinePolicy.standardDefault
+        /// The longest deadline a payload's `Attache-Deadline-Ms` may ask of the service or the worker.
+        public var maxDeadline = DeadlinePolicy.standardMaximum
+        public var onTimeout: TimeoutPolicy = .original
+        /// The file store's directory, and in any case where the scratch space (downloads, writes in
+        /// progress) lives.
+        public var mediaDirectory: String = "./attache-media"
+        /// The media directory itself, or an S3-compatible bucket.
+        public var store: StoreLocation = .directory
+        public var publicBaseURL: String?
+        public var allowedAddresses: [CIDR] = []
+        public var thumbnailSize = 320
+        public var displaySize = 1080
+        public var maxPayloadBytes = PayloadBudget.apns
+        public var attachmentsKey = "attachments"
+        public var maxAttachments = 4
+        /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
+        public var genericKeys = DialectReader.defaultGenericKeys
+        public var posterMode: PosterMode = .fast
+        /// A result cache shared by every payload this enrichment handles (nil: none).
+        public var cache: MediaCache.Configuration?
+        /// An HTTP proxy for media fetches; proxy environment variables are never used.
+        public var proxy: String?
+        /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
+        public var maxMediaJobs = 32
+        /// Where downloaded media is parsed: in sandboxed helper processes, or in this one.
+        public var isolation: Isolation = .inProcess
+        /// The helpers, with `.process`.
+        public var decoders = DecoderPool.Configuration()
 
-    public init() {}
+        public init() {}
 
-    /// How the front doors that take a deadline per payload turn it into a budget.
-    public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: deadline, maximum: maxDeadline) }
+        /// How the front doors that take a deadline per payload turn it into a budget.
+        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: deadline, maximum: maxDeadline) }
+    }
 }
 
 /// The runtime plus the shared media services, built from options: what a command runs.
@@ -58,7 +61,7 @@ public struct Enrichment: Sendable {
 
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
     /// and a sandboxed decoder cannot be started.
-    public init(options: EnrichmentOptions, logger: Logger = Logger(label: "attache")) throws {
+    public init(configuration options: Enrichment.Configuration, logger: Logger = Logger(label: "attache")) throws {
         // First: a helper that cannot sandbox itself stops the command before anything is made;
         // and the helpers do not outlive an enrichment that could not be made after all.
         let pool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
@@ -80,7 +83,7 @@ public struct Enrichment: Sendable {
                                      tempDirectory: scratch.path),
                 logger: logger
             )
-            let configuration = EnrichConfiguration(
+            let configuration = MediaEnricher.Configuration(
                 dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
                 render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
                 posterMode: options.posterMode,
@@ -98,8 +101,8 @@ public struct Enrichment: Sendable {
 
     /// The runtime the options describe (also what a command answers with when the rest of the
     /// enrichment cannot be built).
-    public static func runtime(_ options: EnrichmentOptions) -> ExtensionRuntime {
-        ExtensionRuntime(configuration: RuntimeConfiguration(
+    public static func runtime(_ options: Enrichment.Configuration) -> ExtensionRuntime {
+        ExtensionRuntime(configuration: ExtensionRuntime.Configuration(
             deadline: options.deadline, onTimeout: options.onTimeout,
             attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes
         ))

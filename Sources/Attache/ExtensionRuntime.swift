@@ -9,32 +9,34 @@ public enum TimeoutPolicy: String, Sendable, CaseIterable {
     case bestAttempt = "best-attempt"
 }
 
-public struct RuntimeConfiguration: Sendable {
-    public var deadline: Duration
-    public var onTimeout: TimeoutPolicy
-    /// The key the attachments array goes under.
-    public var attachmentsKey: String
-    public var maxPayloadBytes: Int
-    public var parser: JSONParser
-    /// How long before the deadline the runtime stops waiting, so that cancelling, calling
-    /// `serviceExtensionTimeWillExpire` and writing the answer are done by the deadline rather
-    /// than after it, even with hundreds of payloads expiring at once.
-    public var windDown: Duration
+extension ExtensionRuntime {
+    public struct Configuration: Sendable {
+        public var deadline: Duration
+        public var onTimeout: TimeoutPolicy
+        /// The key the attachments array goes under.
+        public var attachmentsKey: String
+        public var maxPayloadBytes: Int
+        public var parser: JSONParser
+        /// How long before the deadline the runtime stops waiting, so that cancelling, calling
+        /// `serviceExtensionTimeWillExpire` and writing the answer are done by the deadline rather
+        /// than after it, even with hundreds of payloads expiring at once.
+        public var windDown: Duration
 
-    public init(
-        deadline: Duration = DeadlinePolicy.standardDefault,
-        onTimeout: TimeoutPolicy = .original,
-        attachmentsKey: String = "attachments",
-        maxPayloadBytes: Int = PayloadBudget.apns,
-        parser: JSONParser = JSONParser(),
-        windDown: Duration = .milliseconds(10)
-    ) {
-        self.deadline = deadline
-        self.onTimeout = onTimeout
-        self.attachmentsKey = attachmentsKey
-        self.maxPayloadBytes = maxPayloadBytes
-        self.parser = parser
-        self.windDown = windDown
+        public init(
+            deadline: Duration = DeadlinePolicy.standardDefault,
+            onTimeout: TimeoutPolicy = .original,
+            attachmentsKey: String = "attachments",
+            maxPayloadBytes: Int = PayloadBudget.apns,
+            parser: JSONParser = JSONParser(),
+            windDown: Duration = .milliseconds(10)
+        ) {
+            self.deadline = deadline
+            self.onTimeout = onTimeout
+            self.attachmentsKey = attachmentsKey
+            self.maxPayloadBytes = maxPayloadBytes
+            self.parser = parser
+            self.windDown = windDown
+        }
     }
 }
 
@@ -57,9 +59,9 @@ public struct Emission: Sendable {
 /// extension does, exactly one payload comes out — the new content when it finished in time and
 /// fits the APNs budget, else the original bytes (or the best attempt, when so configured).
 public struct ExtensionRuntime: Sendable {
-    public var configuration: RuntimeConfiguration
+    public var configuration: ExtensionRuntime.Configuration
 
-    public init(configuration: RuntimeConfiguration = RuntimeConfiguration()) {
+    public init(configuration: ExtensionRuntime.Configuration = ExtensionRuntime.Configuration()) {
         self.configuration = configuration
     }
 

@@ -6,22 +6,24 @@ import AttacheSupport
 import Logging
 import Synchronization
 
-public struct EnrichConfiguration: Sendable {
-    public var dialects: DialectReader
-    public var render: RenderOptions
-    public var limits: MediaLimits
-    public var posterMode: PosterMode
-    /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
-    /// so an unchanged device SDK fetches the checked file).
-    public var rewriteSourceURLs: Bool
+extension MediaEnricher {
+    public struct Configuration: Sendable {
+        public var dialects: DialectReader
+        public var render: RenderOptions
+        public var limits: MediaLimits
+        public var posterMode: PosterMode
+        /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
+        /// so an unchanged device SDK fetches the checked file).
+        public var rewriteSourceURLs: Bool
 
-    public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
-                limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false) {
-        self.dialects = dialects
-        self.render = render
-        self.limits = limits
-        self.posterMode = posterMode
-        self.rewriteSourceURLs = rewriteSourceURLs
+        public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
+                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false) {
+            self.dialects = dialects
+            self.render = render
+            self.limits = limits
+            self.posterMode = posterMode
+            self.rewriteSourceURLs = rewriteSourceURLs
+        }
     }
 }
 
@@ -33,7 +35,7 @@ public final class MediaServices: Sendable {
     public let pool: BlockingPool
     /// Where downloaded bytes are parsed: this process's threads, or sandboxed helpers.
     public let decoder: any MediaDecoder
-    public let configuration: EnrichConfiguration
+    public let configuration: MediaEnricher.Configuration
     public let attachmentsKey: String
     /// Results by media URL and render options, shared by every payload (nil: no cache).
     public let cache: MediaCache?
@@ -44,7 +46,7 @@ public final class MediaServices: Sendable {
     let mediaJobs: AsyncSemaphore
 
     /// `decoder` defaults to decoding on `pool`, in this process.
-    public init(engine: FetchEngine, store: any MediaStore, configuration: EnrichConfiguration, attachmentsKey: String = "attachments",
+    public init(engine: FetchEngine, store: any MediaStore, configuration: MediaEnricher.Configuration, attachmentsKey: String = "attachments",
                 cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared, decoder: (any MediaDecoder)? = nil) {
         self.engine = engine
         self.store = store

@@ -7,30 +7,32 @@ import Synchronization
 import Glibc
 #endif
 
-public struct BatchConfiguration: Sendable {
-    public var input: BatchInput
-    /// A JSON Lines file, or a directory (one file per input, under the input's name).
-    public var output: String
-    public var outputIsDirectory: Bool
-    /// One line per payload (rejected lines too): the batch's ledger, also what `resume` reads.
-    public var report: String
-    /// Lines that are not payloads, as they were.
-    public var rejects: String
-    public var concurrency: Int
-    public var resume: Bool
-    /// Process only inputs whose position p (0-based) has p % count == index.
-    public var shard: (index: Int, count: Int)?
+extension BatchRunner {
+    public struct Configuration: Sendable {
+        public var input: BatchInput
+        /// A JSON Lines file, or a directory (one file per input, under the input's name).
+        public var output: String
+        public var outputIsDirectory: Bool
+        /// One line per payload (rejected lines too): the batch's ledger, also what `resume` reads.
+        public var report: String
+        /// Lines that are not payloads, as they were.
+        public var rejects: String
+        public var concurrency: Int
+        public var resume: Bool
+        /// Process only inputs whose position p (0-based) has p % count == index.
+        public var shard: (index: Int, count: Int)?
 
-    public init(input: BatchInput, output: String, outputIsDirectory: Bool = false, report: String? = nil, rejects: String? = nil,
-                concurrency: Int = 16, resume: Bool = false, shard: (index: Int, count: Int)? = nil) {
-        self.input = input
-        self.output = output
-        self.outputIsDirectory = outputIsDirectory
-        self.report = report ?? (outputIsDirectory ? "\(output)/report.jsonl" : "\(output).report.jsonl")
-        self.rejects = rejects ?? (outputIsDirectory ? "\(output)/rejects.jsonl" : "\(output).rejects.jsonl")
-        self.concurrency = max(1, concurrency)
-        self.resume = resume
-        self.shard = shard
+        public init(input: BatchInput, output: String, outputIsDirectory: Bool = false, report: String? = nil, rejects: String? = nil,
+                    concurrency: Int = 16, resume: Bool = false, shard: (index: Int, count: Int)? = nil) {
+            self.input = input
+            self.output = output
+            self.outputIsDirectory = outputIsDirectory
+            self.report = report ?? (outputIsDirectory ? "\(output)/report.jsonl" : "\(output).report.jsonl")
+            self.rejects = rejects ?? (outputIsDirectory ? "\(output)/rejects.jsonl" : "\(output).rejects.jsonl")
+            self.concurrency = max(1, concurrency)
+            self.resume = resume
+            self.shard = shard
+        }
     }
 }
 
@@ -56,10 +58,10 @@ public struct BatchProgress: Sendable {
 /// URL download and render once), writes the payloads to send in input order, and keeps a
 /// ledger that makes the batch resumable after an interruption with nothing lost or doubled.
 public struct BatchRunner: Sendable {
-    public let configuration: BatchConfiguration
+    public let configuration: BatchRunner.Configuration
     public let enrichment: Enrichment
 
-    public init(configuration: BatchConfiguration, enrichment: Enrichment) {
+    public init(configuration: BatchRunner.Configuration, enrichment: Enrichment) {
         self.configuration = configuration
         self.enrichment = enrichment
     }

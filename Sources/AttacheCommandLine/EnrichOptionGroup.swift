@@ -71,8 +71,8 @@ public struct EnrichOptionGroup: ParsableArguments {
     /// The options, flags first, then `settings`; `defaultDeadline` and `defaultIsolation` are
     /// the command's own.
     public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = DeadlinePolicy.standardDefault,
-                        defaultIsolation: Isolation = .process) throws -> EnrichmentOptions {
-        var options = EnrichmentOptions()
+                        defaultIsolation: Isolation = .process) throws -> Enrichment.Configuration {
+        var options = Enrichment.Configuration()
         options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
         options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)

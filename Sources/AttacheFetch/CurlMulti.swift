@@ -26,27 +26,16 @@ enum CurlLibrary {
     }
 }
 
-struct TransferSettings: Sendable {
-    var policy: AddressPolicy
-    var connectTimeoutMs: Int
-    var lowSpeedLimit: Int
-    var lowSpeedTime: Int
-    var proxy: String?
-    var userAgent: String
-    var memoryThreshold: Int
-    var tempDirectory: String
-    var maxRedirects: Int
-    var receiveBufferSize = 100 * 1024
-}
-
 /// One transfer: its easy handle, its body, its result. Touched only by the engine thread once
 /// handed to the engine; before that only by the thread that made it.
 final class CurlTransfer: @unchecked Sendable {
+    /// Bytes read per recv(): curl's own command line's 100 KB (see `configure`).
+    static let receiveBufferSize = 100 * 1024
     let id: UInt64
     /// Made by `open()` when the engine admits the transfer, not before: a waiting transfer costs
     /// no curl memory (an easy handle is tens of KB).
     private(set) var easy: UnsafeMutableRawPointer?
-    private let settings: TransferSettings
+    private let settings: FetchEngine.Configuration
     let request: FetchRequest
     let deadline: ContinuousClock.Instant
     let policy: AddressPolicy
@@ -73,14 +62,14 @@ final class CurlTransfer: @unchecked Sendable {
     private var contentLength: Int64 = -1
     private var contentType: String?
 
-    init(id: UInt64, request: FetchRequest, deadline: ContinuousClock.Instant, settings: TransferSettings) throws {
+    init(id: UInt64, request: FetchRequest, deadline: ContinuousClock.Instant, settings: FetchEngine.Configuration) throws {
         self.id = id
         self.settings = settings
         self.request = request
         self.deadline = deadline
         self.policy = settings.policy
         self.cap = request.maxBytes
-        self.connectTimeoutMs = settings.connectTimeoutMs
+        self.connectTimeoutMs = Int(settings.connectTimeout.milliseconds)
         self.body = FetchedBody(threshold: settings.memoryThreshold, directory: settings.tempDirectory)
         self.origin = try Self.checkedOrigin(request.url, settings: settings)
     }
@@ -135,14 +124,14 @@ final class CurlTransfer: @unchecked Sendable {
         try curlCheck(attache_curl_setopt_str(easy, option, value), "setopt")  // curl copies strings
     }
 
-    private func configure(_ settings: TransferSettings) throws {
+    private func configure(_ settings: FetchEngine.Configuration) throws {
         try startClock()
 
         try setString(CURLOPT_URL, request.url)
         try setLong(CURLOPT_NOSIGNAL, 1)
         // curl's own command line reads 100 KB per recv(); the library default of 16 KB makes a
         // 4 MB body cost 256 system calls instead of ~40.
-        try setLong(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
+        try setLong(CURLOPT_BUFFERSIZE, Self.receiveBufferSize)
         try setString(CURLOPT_PROTOCOLS_STR, "http,https")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         try setLong(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
@@ -240,7 +229,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL
     /// would cut the URL short where curl reads it: `/ok.jpg\0@169.254.169.254/`); returns
     /// `scheme://host:port`.
-    private static func checkedOrigin(_ url: String, settings: TransferSettings) throws -> String {
+    private static func checkedOrigin(_ url: String, settings: FetchEngine.Configuration) throws -> String {
         try CurlLibrary.load()
         let parsed = try ParsedURL(url)
         try parsed.judgeThroughProxy(settings)
@@ -286,7 +275,7 @@ final class CurlTransfer: @unchecked Sendable {
         /// Through a proxy, curl connects to the proxy, never to the target, so the address policy
         /// cannot judge where the request goes: a target given as an address literal is judged
         /// here; a name is resolved by the proxy, which must enforce its own rules.
-        func judgeThroughProxy(_ settings: TransferSettings) throws {
+        func judgeThroughProxy(_ settings: FetchEngine.Configuration) throws {
             guard settings.proxy != nil else { return }
             let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
             guard let address = IPAddress(literal), case .deny(let why) = settings.policy.judge(address) else { return }

@@ -107,7 +107,6 @@ public final class FetchEngine: Sendable {
         }
     }
     private let multi: UncheckedMulti
-    private let settings: TransferSettings
     public let configuration: Configuration
 
     /// Only the engine thread calls into the multi handle, except `wakeup`, which curl allows
@@ -119,17 +118,6 @@ public final class FetchEngine: Sendable {
 
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.fetch")) throws {
         self.configuration = configuration
-        settings = TransferSettings(
-            policy: configuration.policy,
-            connectTimeoutMs: Int(configuration.connectTimeout.milliseconds),
-            lowSpeedLimit: configuration.lowSpeedLimit,
-            lowSpeedTime: configuration.lowSpeedTime,
-            proxy: configuration.proxy,
-            userAgent: configuration.userAgent,
-            memoryThreshold: configuration.memoryThreshold,
-            tempDirectory: configuration.tempDirectory,
-            maxRedirects: configuration.maxRedirects
-        )
         multi = UncheckedMulti(try CurlMulti(
             maxConnectionsPerHost: configuration.maxConnectionsPerHost,
             maxConnections: configuration.maxConnections,
@@ -178,7 +166,7 @@ public final class FetchEngine: Sendable {
     public static let silent = Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })
 
     private func transfer(id: UInt64, _ request: FetchRequest, deadline: ContinuousClock.Instant) async throws -> FetchResult {
-        let transfer = try CurlTransfer(id: id, request: request, deadline: deadline, settings: settings)
+        let transfer = try CurlTransfer(id: id, request: request, deadline: deadline, settings: configuration)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 transfer.attach(continuation)

@@ -65,13 +65,13 @@ struct Batch: AsyncParsableCommand {
             if case .directory = source { return !output.hasSuffix(".jsonl") && !output.hasSuffix(".json") }
             return output.hasSuffix("/")
         }()
-        let configuration = BatchConfiguration(
+        let configuration = BatchRunner.Configuration(
             input: source, output: output, outputIsDirectory: outputIsDirectory, report: report, rejects: rejects,
             concurrency: concurrency, resume: resume, shard: shard.map { ($0.index, $0.count) }
         )
         let enrichment: Enrichment
         do {
-            enrichment = try Enrichment(options: options)
+            enrichment = try Enrichment(configuration: options)
         } catch {
             printError("attache: \(error)")
             throw ExitCode(1)

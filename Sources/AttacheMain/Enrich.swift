@@ -65,7 +65,7 @@ struct Enrich: AsyncParsableCommand {
         defer { signals.cancel() }
         let enrichment: Enrichment
         do {
-            enrichment = try Enrichment(options: options)
+            enrichment = try Enrichment(configuration: options)
         } catch {
             // The store cannot be used (say, the media directory cannot be made), or the decoder
             // sandbox asked for cannot be started: the payload still goes out, unchanged, with

@@ -40,7 +40,7 @@ struct Timeline: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(level: .warning)
         let bytes = try readInput(file)
-        let enrichment = try Enrichment(options: try enrich.options(defaultIsolation: .inProcess))
+        let enrichment = try Enrichment(configuration: try enrich.options(defaultIsolation: .inProcess))
         defer { enrichment.shutdown() }
         do {
             if let sweep, let (from, to) = DeadlineSweep.range(sweep) {

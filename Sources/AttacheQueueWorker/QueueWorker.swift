@@ -10,37 +10,39 @@ import Synchronization
 import Glibc
 #endif
 
-/// Where the worker reads and writes, and how it consumes.
-public struct QueueConfiguration: Sendable {
-    public var nats: NATSOptions
-    public var inputStream = "ATTACHE_IN"
-    public var inputSubject = "attache.in"
-    /// The durable pull consumer every worker shares: each message goes to one of them.
-    public var consumer = "attache"
-    public var outputStream = "ATTACHE_OUT"
-    public var outputSubject = "attache.out"
-    /// Messages in flight at once (also the consumer's max ack pending, when it is made).
-    public var concurrency = 64
-    /// How long the stream waits for an ack before delivering again (to this or another worker).
-    public var ackWait: Duration = .seconds(30)
-    /// Deliveries before the stream gives up on a message.
-    public var maxDeliver = 10
-    /// A message's budget from its `Attache-Deadline-Ms` header, counted from its publish, and
-    /// never past `longestDeadline`.
-    public var deadline = DeadlinePolicy()
-    /// How long a publish waits for the output stream's acknowledgement.
-    public var publishTimeout: Duration = .seconds(5)
+extension QueueWorker {
+    /// Where the worker reads and writes, and how it consumes.
+    public struct Configuration: Sendable {
+        public var nats: NATSOptions
+        public var inputStream = "ATTACHE_IN"
+        public var inputSubject = "attache.in"
+        /// The durable pull consumer every worker shares: each message goes to one of them.
+        public var consumer = "attache"
+        public var outputStream = "ATTACHE_OUT"
+        public var outputSubject = "attache.out"
+        /// Messages in flight at once (also the consumer's max ack pending, when it is made).
+        public var concurrency = 64
+        /// How long the stream waits for an ack before delivering again (to this or another worker).
+        public var ackWait: Duration = .seconds(30)
+        /// Deliveries before the stream gives up on a message.
+        public var maxDeliver = 10
+        /// A message's budget from its `Attache-Deadline-Ms` header, counted from its publish, and
+        /// never past `longestDeadline`.
+        public var deadline = DeadlinePolicy()
+        /// How long a publish waits for the output stream's acknowledgement.
+        public var publishTimeout: Duration = .seconds(5)
 
-    public init(nats: NATSOptions) {
-        self.nats = nats
+        public init(nats: NATSOptions) {
+            self.nats = nats
+        }
+
+        /// The most a message is given: what the ack wait leaves after a publish that takes its
+        /// longest (a second at least).
+        public var longestDeadline: Duration { max(.seconds(1), ackWait - publishTimeout - .seconds(1)) }
+
+        /// The output stream must drop a republish for as long as a message can be redelivered.
+        public var requiredDuplicateWindow: Duration { ackWait * maxDeliver }
     }
-
-    /// The most a message is given: what the ack wait leaves after a publish that takes its
-    /// longest (a second at least).
-    public var longestDeadline: Duration { max(.seconds(1), ackWait - publishTimeout - .seconds(1)) }
-
-    /// The output stream must drop a republish for as long as a message can be redelivered.
-    public var requiredDuplicateWindow: Duration { ackWait * maxDeliver }
 }
 
 /// `attache worker`: takes payloads off a JetStream stream through a durable pull consumer that
@@ -50,14 +52,14 @@ public struct QueueConfiguration: Sendable {
 /// publish is acknowledged. A graceful shutdown (SIGTERM) stops fetching, finishes what is in
 /// flight within its deadlines, acks, and returns.
 public struct QueueWorker: Service {
-    public let configuration: QueueConfiguration
+    public let configuration: QueueWorker.Configuration
     public let enrichment: Enrichment
     let metrics: EnrichmentMetrics
     let queueMetrics: QueueMetrics
     let logger: Logger
     let state: WorkerState
 
-    public init(configuration: QueueConfiguration, enrichment: Enrichment, metrics: EnrichmentMetrics = EnrichmentMetrics(),
+    public init(configuration: QueueWorker.Configuration, enrichment: Enrichment, metrics: EnrichmentMetrics = EnrichmentMetrics(),
                 state: WorkerState = WorkerState(), logger: Logger = Logger(label: "attache.worker")) {
         self.configuration = configuration
         self.enrichment = enrichment
@@ -121,7 +123,7 @@ public struct QueueWorker: Service {
 
     /// Connects, makes what is missing, binds the consumer; also returns the output stream's
     /// duplicate window as found (or made).
-    static func connect(_ c: QueueConfiguration, logger: Logger) throws -> (NATSConnection, NATSSubscription, outputWindow: Duration) {
+    static func connect(_ c: QueueWorker.Configuration, logger: Logger) throws -> (NATSConnection, NATSSubscription, outputWindow: Duration) {
         let connection = try NATSConnection(c.nats)
         _ = try connection.ensureStream(c.inputStream, subject: c.inputSubject, duplicateWindow: .seconds(120))
         let window = try connection.ensureStream(c.outputStream, subject: c.outputSubject,

@@ -63,7 +63,7 @@ struct Serve: AsyncParsableCommand {
     /// `attache config serve` prints it.
     struct Setup {
         var server: ServerConfiguration
-        var options: EnrichmentOptions
+        var options: Enrichment.Configuration
         var logFormat: LogFormat
     }
 
@@ -95,7 +95,7 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "attache.server")
         let server = setup.server
 
-        let enrichment = try Enrichment(options: setup.options, logger: logger)
+        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
         let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
         logger.info("attache serve starting", metadata: [
             "attache.address": "\(server.host):\(server.port)", "attache.auth": "\(server.tokens.isEmpty ? "off" : "bearer")",

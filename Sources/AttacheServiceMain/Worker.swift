@@ -79,8 +79,8 @@ struct Worker: AsyncParsableCommand {
     /// What the worker runs with, read from the flags, then the environment: `run` starts it,
     /// `attache config worker` prints it.
     struct Setup {
-        var queue: QueueConfiguration
-        var options: EnrichmentOptions
+        var queue: QueueWorker.Configuration
+        var options: Enrichment.Configuration
         var logFormat: LogFormat
         /// Where `/healthz` and `/metrics` are served; nil: nowhere.
         var probe: (host: String, port: Int)?
@@ -96,7 +96,7 @@ struct Worker: AsyncParsableCommand {
         nats.ca = settings.string(natsCA, "ATTACHE_NATS_CA")
         nats.tls = try settings.flag(natsTLS, "ATTACHE_NATS_TLS")
 
-        var queue = QueueConfiguration(nats: nats)
+        var queue = QueueWorker.Configuration(nats: nats)
         queue.inputStream = settings.string(inputStream, "ATTACHE_INPUT_STREAM", default: queue.inputStream)
         queue.inputSubject = settings.string(inputSubject, "ATTACHE_INPUT_SUBJECT", default: queue.inputSubject)
         queue.consumer = settings.string(consumer, "ATTACHE_CONSUMER", default: queue.consumer)
@@ -125,7 +125,7 @@ struct Worker: AsyncParsableCommand {
             ])
         }
 
-        let enrichment = try Enrichment(options: setup.options, logger: logger)
+        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
         let state = WorkerState()
         var services: [any Service] = [EnrichmentService(enrichment)]
         services.append(QueueWorker(configuration: queue, enrichment: enrichment, state: state, logger: logger))

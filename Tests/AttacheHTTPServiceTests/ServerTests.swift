@@ -25,14 +25,14 @@ struct ServiceHarness {
          maxMediaJobs: Int = 32, connections: ConnectionLimits = ConnectionLimits(), minimumFreeBytes: Int = 0) throws {
         origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         mediaDirectory = try makeTempDirectory()
-        var options = EnrichmentOptions()
+        var options = Enrichment.Configuration()
         options.mediaDirectory = mediaDirectory
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
         options.deadline = deadline
         options.publicBaseURL = "https://cdn.example.com/media"
         options.cache = cache ? MediaCache.Configuration() : nil
         options.maxMediaJobs = maxMediaJobs
-        enrichment = try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        enrichment = try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         server = ServerConfiguration(host: "127.0.0.1", port: 0, deadline: DeadlinePolicy(default: deadline), maxInFlight: maxInFlight,
                                      tokens: tokens, mediaDirectory: mediaDirectory, minimumFreeBytes: minimumFreeBytes,
                                      connections: connections)

@@ -26,9 +26,9 @@ extension QueueWorkerTests {
         // Passthrough payloads: the budget is decided before anything is fetched, and none waits.
         let payload = Array(#"{"aps":{"alert":"no media"}}"#.utf8)
 
-        var options = EnrichmentOptions()
+        var options = Enrichment.Configuration()
         options.mediaDirectory = try makeTempDirectory()
-        let enrichment = try Enrichment(options: options, logger: Self.quiet)
+        let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
         defer { enrichment.shutdown() }
         let router = buildRouter(configuration: ServerConfiguration(port: 0, deadline: policy, mediaDirectory: options.mediaDirectory),
                                  enrichment: enrichment)

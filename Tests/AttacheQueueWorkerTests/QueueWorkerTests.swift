@@ -16,13 +16,13 @@ import Testing
     /// ATTACHE_OUT, is handed to `body` through `outputs`.
     func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = Fixtures.generousDeadline,
                     policy: DeadlinePolicy? = nil, _ body: (NATSConnection) async throws -> Void) async throws {
-        var options = EnrichmentOptions()
+        var options = Enrichment.Configuration()
         options.mediaDirectory = try makeTempDirectory()
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
         options.deadline = deadline
         options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: nil)
-        let enrichment = try Enrichment(options: options, logger: Self.quiet)
-        var configuration = QueueConfiguration(nats: NATSOptions(url: server.url))
+        let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
+        var configuration = QueueWorker.Configuration(nats: NATSOptions(url: server.url))
         configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
         let worker = QueueWorker(configuration: configuration, enrichment: enrichment, logger: Self.quiet)
         let group = ServiceGroup(configuration: .init(services: [worker], logger: Self.quiet))
@@ -157,7 +157,7 @@ import Testing
     @Test func streamsAreMadeWithALongEnoughWindowOrUsedAsTheyAre() async throws {
         try await NATSServer.with { server in
             let pool = BlockingPool(threads: 1, name: "test-connect")
-            let configuration = QueueConfiguration(nats: NATSOptions(url: server.url))
+            let configuration = QueueWorker.Configuration(nats: NATSOptions(url: server.url))
             let made = try await pool.run { _ in try QueueWorker.connect(configuration, logger: Self.quiet).outputWindow }
             #expect(made == configuration.requiredDuplicateWindow)
             var other = configuration
@@ -176,7 +176,7 @@ import Testing
         #expect(QueueWorker.remaining(deadline: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
         #expect(QueueWorker.remaining(deadline: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)
         #expect(QueueWorker.remaining(deadline: .seconds(3), publishedNs: nil, nowNs: now) == .seconds(3))
-        var c = QueueConfiguration(nats: NATSOptions(url: "nats://127.0.0.1:1"))
+        var c = QueueWorker.Configuration(nats: NATSOptions(url: "nats://127.0.0.1:1"))
         #expect(c.longestDeadline == .seconds(24))  // 30 s ack wait − 5 s publish − 1 s
         c.ackWait = .seconds(2)
         #expect(c.longestDeadline == .seconds(1))

@@ -19,12 +19,12 @@ import Glibc
     }
 
     static func enrichment(_ media: String, cache: Bool = true) throws -> Enrichment {
-        var options = EnrichmentOptions()
+        var options = Enrichment.Configuration()
         options.mediaDirectory = media
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
         options.deadline = .seconds(10)
         options.cache = cache ? MediaCache.Configuration() : nil
-        return try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     /// `count` payloads over the 20 URLs, with a line that is not a payload at `badLine` (1-based).
@@ -40,7 +40,7 @@ import Glibc
     func run(_ input: String, _ output: String, media: String, resume: Bool = false, shard: (Int, Int)? = nil) async throws -> BatchProgress {
         let enrichment = try Self.enrichment(media)
         defer { enrichment.shutdown() }
-        let configuration = BatchConfiguration(input: .jsonLines(input), output: output, concurrency: 16, resume: resume, shard: shard)
+        let configuration = BatchRunner.Configuration(input: .jsonLines(input), output: output, concurrency: 16, resume: resume, shard: shard)
         return try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
     }
 
@@ -164,7 +164,7 @@ import Glibc
         try writeBytes("\(dir)/in/ignored.txt", Array("x".utf8))
         let enrichment = try Self.enrichment("\(dir)/media")
         defer { enrichment.shutdown() }
-        let configuration = BatchConfiguration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
+        let configuration = BatchRunner.Configuration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
         let progress = try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
         #expect(progress.done == 2)
         #expect(try readBytes("\(dir)/out/b.json") == readBytes("\(dir)/in/b.json"))  // passthrough, byte for byte
@@ -182,7 +182,7 @@ import Glibc
         try writeBytes("\(dir)/in/d.json", Array(#"{"aps":{"alert":"z"}}"#.utf8))
         let enrichment = try Self.enrichment("\(dir)/media")
         defer { enrichment.shutdown() }
-        let configuration = BatchConfiguration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
+        let configuration = BatchRunner.Configuration(input: .directory("\(dir)/in"), output: "\(dir)/out", outputIsDirectory: true)
         let progress = try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
         #expect(progress.done == 4)
         #expect(try readBytes("\(dir)/out/a.json") == readBytes("\(dir)/in/a.json"))

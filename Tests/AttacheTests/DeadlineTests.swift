@@ -29,7 +29,7 @@ import Testing
     /// Enriches a payload whose poster frame keeps FFmpeg busy for seconds (the exact frame at
     /// 9.5 s of a clip with one keyframe every 10 s: ~300 1080p frames), under a 200 ms deadline,
     /// and checks the original came back by the deadline + 1 s.
-    private func expectBusyFFmpegAnsweredAtTheDeadline(_ tweak: (inout EnrichmentOptions) -> Void = { _ in },
+    private func expectBusyFFmpegAnsweredAtTheDeadline(_ tweak: (inout Enrichment.Configuration) -> Void = { _ in },
                                                        before: (Enrichment) throws -> Void = { _ in },
                                                        then check: (Enrichment) async throws -> Void = { _ in }) async throws {
         let h = try Harness()

@@ -18,13 +18,13 @@ struct Harness {
         mediaDirectory = try makeTempDirectory()
     }
 
-    func enrichment(_ tweak: (inout EnrichmentOptions) -> Void = { _ in }) throws -> Enrichment {
-        var options = EnrichmentOptions()
+    func enrichment(_ tweak: (inout Enrichment.Configuration) -> Void = { _ in }) throws -> Enrichment {
+        var options = Enrichment.Configuration()
         options.mediaDirectory = mediaDirectory
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
         options.deadline = Fixtures.generousDeadline
         tweak(&options)
-        return try Enrichment(options: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     /// A sample payload, pointed at this origin's port.
@@ -48,7 +48,7 @@ struct Harness {
     }
 
     /// A harness and its enrichment; stop both with `stop(e)`.
-    static func started(_ tweak: (inout EnrichmentOptions) -> Void = { _ in }) throws -> (Harness, Enrichment) {
+    static func started(_ tweak: (inout Enrichment.Configuration) -> Void = { _ in }) throws -> (Harness, Enrichment) {
         let h = try Harness()
         return (h, try h.enrichment(tweak))
     }

@@ -30,16 +30,25 @@ start_worker() {  # name, extra options... → $worker (its pid)
   pids+=("$worker")
 }
 
-# Distinct URLs: every payload is a download and a render, so the kill lands mid-stream.
-pipeline publish "$nats" 600 "{\"aps\":{\"alert\":\"{i}\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?n={i}\"}"
-start_worker a --concurrency 16; a=$worker
+# Distinct URLs: every payload is a download and a render, so the kill lands mid-stream. The fault
+# origin holds each answer 100 ms, so that 600 payloads take 3.75 s at least at 16 in flight
+# however fast the machine renders (on a fast one they had all gone out before the kill).
+slow_port=$(free_port)
+"$bin" origin --root Samples/media --port "$slow_port" > "$tmp/slow-origin.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q listening "$tmp/slow-origin.log" 2>/dev/null && break; sleep 0.1; done
+pipeline publish "$nats" 600 "{\"aps\":{\"alert\":\"{i}\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$slow_port/photo.jpg?n={i}&delay=100\"}"
+# An ack wait of 12 s leaves each message 6 s from its publish: with 4 s, the 1 s left sent every
+# message still waiting out at once as the original (a correct fallback, but one that ended the
+# stream before the kill could land in it).
+start_worker a --concurrency 16 --ack-wait 12s; a=$worker
 for _ in $(seq 300); do [ "$(pipeline count "$nats")" -ge 60 ] && break; sleep 0.1; done
 before=$(pipeline count "$nats")
 kill -9 "$a"
 wait "$a" 2>/dev/null
 check "the first worker was killed part-way (outputs when killed: $before)" "[ $before -ge 1 ] && [ $before -lt 600 ]"
-start_worker a2 --concurrency 16; a=$worker
-start_worker b --concurrency 16 --metrics-port "$(free_port)"; b=$worker
+start_worker a2 --concurrency 16 --ack-wait 12s; a=$worker
+start_worker b --concurrency 16 --ack-wait 12s --metrics-port "$(free_port)"; b=$worker
 for _ in $(seq 600); do [ "$(pipeline count "$nats")" -ge 600 ] && break; sleep 0.1; done
 sleep 1  # a redelivered message published twice would land by now
 result=$(pipeline check "$nats" 600)
