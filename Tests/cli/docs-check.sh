@@ -3,7 +3,8 @@
 # setting is documented once:
 # - no file in the project mentions a numbered session (history belongs in git log);
 # - every ATTACHE_* variable the code reads appears in docs/operations.md, and the page names
-#   none the code does not read.
+#   none the code does not read;
+# - every relative link in the README and docs/ resolves.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 status=0
@@ -29,5 +30,38 @@ if [ -n "$stale" ]; then
   echo "docs-check: docs/operations.md documents settings the code does not read:" $stale >&2
   status=1
 fi
-[ "$status" = 0 ] && echo "docs-check: no history in documents; $(echo "$code" | wc -l) settings, each documented"
+# Every relative link in the README and docs/ names a file that exists, and a heading in it when it
+# has an anchor (GitHub's slugs: lower case, punctuation dropped, spaces as hyphens).
+if ! python3 - README.md docs/*.md <<'PY'
+import os, re, sys
+def slugs(path):
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"#+ (.*)", line)
+        if m:
+            text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            out.add(text.replace(" ", "-"))
+    return out
+bad = []
+for doc in sys.argv[1:]:
+    text = open(doc, encoding="utf-8").read()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
+        if not os.path.exists(full):
+            bad.append(f"{doc}: {target} (no {full})")
+        elif anchor and full.endswith(".md") and anchor not in slugs(full):
+            bad.append(f"{doc}: {target} (no heading #{anchor} in {full})")
+for b in bad:
+    print("docs-check: broken link", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+then
+  status=1
+fi
+
+[ "$status" = 0 ] && echo "docs-check: no history in documents; $(echo "$code" | wc -l) settings, each documented; links resolve"
 exit "$status"
