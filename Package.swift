@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        // FilePath, which swift-configuration's file providers take.
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         // C libraries, one system-library target per pkg-config name.
@@ -188,6 +190,7 @@ let package = Package(
                 // The environment through swift-configuration: the service has Foundation already;
                 // the CLI, which starts per payload, reads it with getenv.
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
         ),

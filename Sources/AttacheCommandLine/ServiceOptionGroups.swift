@@ -8,6 +8,9 @@ public struct ProcessOptionGroup: ParsableArguments {
     @Option(help: "Log format: text or json [ATTACHE_LOG_FORMAT, default text].")
     var logFormat: LogFormat?
 
+    @Option(help: "A file of settings as NAME=value lines (ATTACHE_PORT=8080), read under the environment: a flag wins, then a variable, then the file [ATTACHE_CONFIG_FILE].")
+    public var configFile: String?
+
     public init() {}
 
     public func format(_ settings: Settings) throws -> LogFormat {

@@ -3,11 +3,18 @@ import Attache
 import AttacheFetch
 import Synchronization
 
-/// Where a setting comes from when no flag gives it: the process environment for the CLI; the
-/// service reads the same variables through swift-configuration (see `AttacheServe`).
+/// Where a setting comes from when no flag gives it: the process environment for the CLI; for the
+/// service and the worker, the environment and then a configuration file, through
+/// swift-configuration (see `AttacheServiceMain`).
 public protocol SettingsSource: Sendable {
     /// The value of an `ATTACHE_*` variable; nil when unset or empty.
     func value(of variable: String) -> String?
+    /// Where the value `value(of:)` gives came from.
+    func origin(of variable: String) -> SettingSource
+}
+
+extension SettingsSource {
+    public func origin(of variable: String) -> SettingSource { .environment }
 }
 
 /// The environment as getenv sees it: no Foundation, so the CLI starts as fast as before.
@@ -18,7 +25,7 @@ public struct ProcessEnvironment: SettingsSource {
 
 /// Where a setting's value came from.
 public enum SettingSource: String, Sendable {
-    case flag, environment, `default`
+    case flag, environment, file, `default`
 }
 
 /// What a command's settings resolved to, in the order they were read: what `attache config`
@@ -168,7 +175,7 @@ public struct Settings: Sendable {
     }
 
     private func note(_ variable: String, _ value: String, _ fromFlag: Bool, _ given: Bool) {
-        record?.note(variable, value, fromFlag ? .flag : given ? .environment : .default)
+        record?.note(variable, value, fromFlag ? .flag : given ? source.origin(of: variable) : .default)
     }
 
     private func parsed<T>(_ variable: String, as what: String, _ parse: (String) -> T?) throws -> T? {

@@ -5,14 +5,14 @@ import AttacheCommandLine
 /// `attache config`: the configuration a command would run with — every setting, its value and
 /// where it came from — read by the very code that command runs (`Serve.configure`,
 /// `Worker.configure`, the enrichment options), so that what it prints cannot drift from what runs.
-struct Config: ParsableCommand {
+struct Config: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache config",
         abstract: "Print the settings a command would run with, each with its value and its source.",
         discussion: """
         Give the command and its flags as you would run it: `attache config serve --port 9000`. \
         Each setting is shown as its ATTACHE_* variable, with its value and where that came from: \
-        flag, environment or default. Secrets (tokens, passwords, AWS keys) are shown as <redacted>. \
+        flag, environment, file (--config-file) or default. Secrets (tokens, passwords, AWS keys) are shown as <redacted>. \
         Nothing is started. A value that does not parse is the same error the command would stop with.
         """
     )
@@ -27,13 +27,19 @@ struct Config: ParsableCommand {
     @Argument(parsing: .captureForPassthrough, help: "That command's flags.")
     var arguments: [String] = []
 
-    func run() throws {
+    func run() async throws {
         let record = SettingsRecord()
-        let settings = Settings.fromEnvironment(recording: record)
         switch command {
-        case .serve: _ = try Serve.parse(arguments).configure(settings)
-        case .worker: _ = try Worker.parse(arguments).configure(settings)
-        case .enrich: _ = try EnrichFlags.parse(arguments).enrich.options(settings, defaultIsolation: .inProcess)
+        case .serve:
+            let serve = try Serve.parse(arguments)
+            _ = try serve.configure(try await .forService(configFile: serve.process.configFile, recording: record))
+        case .worker:
+            let worker = try Worker.parse(arguments)
+            _ = try worker.configure(try await .forService(configFile: worker.process.configFile, recording: record))
+        case .enrich:
+            // What the one-shot commands read: the environment as they see it (no file).
+            let settings = Settings(ProcessEnvironment(), record: record)
+            _ = try EnrichFlags.parse(arguments).enrich.options(settings, defaultIsolation: .inProcess)
         }
         print(record.table())
     }

@@ -9,7 +9,7 @@ enum Entry {
         if arguments.first == "worker" {
             await Worker.main(Array(arguments.dropFirst()))
         } else if arguments.first == "config" {
-            Config.main(Array(arguments.dropFirst()))
+            await Config.main(Array(arguments.dropFirst()))
         } else {
             await Serve.main(arguments)
         }

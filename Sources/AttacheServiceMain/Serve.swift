@@ -1,5 +1,4 @@
 import ArgumentParser
-import Configuration
 import Attache
 import AttacheCommandLine
 import AttacheFetch
@@ -86,11 +85,12 @@ struct Serve: AsyncParsableCommand {
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
         server.store = options.store
+        try settings.checkConfigurationFile()
         return Setup(server: server, options: options, logFormat: logFormat)
     }
 
     func run() async throws {
-        let setup = try configure(.fromEnvironment)
+        let setup = try configure(try await .forService(configFile: process.configFile))
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.server")
         let server = setup.server
@@ -120,29 +120,4 @@ func bootstrapProcess(logFormat: LogFormat) -> PrometheusCollectorRegistry {
     let registry = PrometheusCollectorRegistry()
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     return registry
-}
-
-extension Settings {
-    /// Every setting the flags leave out comes from the environment, read through
-    /// swift-configuration; a bad value is an error at start, naming the variable.
-    static var fromEnvironment: Settings { fromEnvironment(recording: nil) }
-
-    static func fromEnvironment(recording record: SettingsRecord?) -> Settings {
-        Settings(ConfigurationSource(ConfigReader(provider: EnvironmentVariablesProvider())), record: record)
-    }
-}
-
-/// The `ATTACHE_*` variables through swift-configuration: `ATTACHE_MAX_IN_FLIGHT` is the key
-/// `attache.max.in.flight`, which its environment provider spells back the same way.
-struct ConfigurationSource: SettingsSource {
-    let reader: ConfigReader
-
-    init(_ reader: ConfigReader) {
-        self.reader = reader
-    }
-
-    func value(of variable: String) -> String? {
-        let key = ConfigKey(variable.lowercased().split(separator: "_").map(String.init))
-        return reader.string(forKey: key, isSecret: SettingsRecord.secrets.contains(variable)).flatMap { $0.isEmpty ? nil : $0 }
-    }
 }

@@ -111,11 +111,12 @@ struct Worker: AsyncParsableCommand {
         var options = try enrich.options(settings)
         options.cache = try cache.configuration(settings)
         queue.deadline = options.deadlinePolicy
+        try settings.checkConfigurationFile()
         return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) })
     }
 
     func run() async throws {
-        let setup = try configure(.fromEnvironment)
+        let setup = try configure(try await .forService(configFile: process.configFile))
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue

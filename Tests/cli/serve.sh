@@ -51,6 +51,23 @@ check "config: every service setting the docs list is shown" \
 ATTACHE_PORT=lots "$bin" config serve > "$tmp/config.out" 2>&1
 code=$?
 check "config: a bad value is the service's own error (exit $code)" "[ $code -ne 0 ] && grep -q 'ATTACHE_PORT=\"lots\" is not a whole number' $tmp/config.out"
+# A configuration file under the environment: the service listens where its file says, a
+# variable wins over the file, and a misspelt name stops the start naming its line.
+fport=$(free_port)
+printf '# the service\nATTACHE_PORT=%s\nexport ATTACHE_MAX_IN_FLIGHT=7\nATTACHE_NATS_URL=nats://127.0.0.1:4999\n' "$fport" > "$tmp/attache.env"
+config=$(ATTACHE_MAX_IN_FLIGHT=9 "$bin" config serve --config-file "$tmp/attache.env" 2>&1)
+check "config file: a value from the file" "echo \"\$config\" | grep -E -q '^ATTACHE_PORT +$fport +file\$'"
+check "config file: the environment wins over the file" "echo \"\$config\" | grep -E -q '^ATTACHE_MAX_IN_FLIGHT +9 +environment\$'"
+ATTACHE_CONFIG_FILE="$tmp/attache.env" "$bin" serve > "$tmp/fserve.log" 2>&1 &
+fserver=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$fport/healthz" && break; sleep 0.05; done
+check "config file: the service listens on the file's port" "curl -s http://127.0.0.1:$fport/healthz | grep -q ok"
+kill -TERM "$fserver"; wait "$fserver"
+printf 'ATTACHE_MAX_INFLIGHT=7\n' > "$tmp/typo.env"
+"$bin" serve --config-file "$tmp/typo.env" > "$tmp/typo.out" 2>&1
+code=$?
+check "config file: a misspelt name stops the start, naming it and its line (exit $code)" \
+  "[ $code -ne 0 ] && grep -q 'ATTACHE_MAX_INFLIGHT (line 1)' $tmp/typo.out"
 worker_config=$("$bin" config worker --nats nats://127.0.0.1:4999 2>&1)
 check "config worker: the NATS URL from its flag" "echo \"\$worker_config\" | grep -E -q '^ATTACHE_NATS_URL +nats://127.0.0.1:4999 +flag\$'"
 finish serve
