@@ -27,6 +27,8 @@ struct FCMSendRequest {
     let apnsPayload: JSONObject
     /// `fcm_options` was added to `apnsPayload` by us (taken back out afterwards).
     let addedFCMOptions: Bool
+    /// `aps.alert` was added to `apnsPayload` by us, as FCM adds it on delivery (taken back out).
+    let addedAlert: Bool
     /// The request has `notification.image` and no Android image: make one.
     let wantsAndroidImage: Bool
 
@@ -43,6 +45,16 @@ struct FCMSendRequest {
         let image = apns?["fcm_options"]?.objectValue?["image"]?.stringValue ?? Self.notificationImage(message)
         addedFCMOptions = image != nil && payload["fcm_options"] == nil
         if addedFCMOptions, let image { payload["fcm_options"] = .object(JSONObject(["image": .string(image)])) }
+        // FCM builds `aps.alert` from `message.notification` on delivery when the APNs payload
+        // has none (Google's own image example sends `aps` with `mutable-content` alone): the
+        // payload judged by the gate and fitted to the budget is the one the device will get.
+        if var aps = payload["aps"]?.objectValue, aps["alert"] == nil, let alert = Self.deliveredAlert(message) {
+            aps["alert"] = .object(alert)
+            payload["aps"] = .object(aps)
+            addedAlert = true
+        } else {
+            addedAlert = false
+        }
         apnsPayload = payload
         wantsAndroidImage = Self.notificationImage(message) != nil
             && JSONValue.object(message)[path: [.key("android"), .key("notification"), .key("image")]] == nil
@@ -59,6 +71,16 @@ struct FCMSendRequest {
         return rest.starts(with: #""message""#.utf8) || rest.starts(with: #""validate_only""#.utf8)
     }
 
+    /// The alert FCM delivers for `message.notification`: its title and body (nil without either).
+    private static func deliveredAlert(_ message: JSONObject) -> JSONObject? {
+        guard let notification = message["notification"]?.objectValue else { return nil }
+        var alert = JSONObject()
+        for key in ["title", "body"] {
+            if let text = notification[key]?.stringValue { alert[key] = .string(text) }
+        }
+        return alert.members.isEmpty ? nil : alert
+    }
+
     private static func notificationImage(_ message: JSONObject) -> String? {
         message["notification"]?.objectValue?["image"]?.stringValue
     }
@@ -69,6 +91,10 @@ struct FCMSendRequest {
         var payload = enriched
         let iosImage = payload["fcm_options"]?.objectValue?["image"]?.stringValue
         if addedFCMOptions { payload["fcm_options"] = nil }
+        if addedAlert, case .object(var aps)? = payload["aps"] {
+            aps["alert"] = nil
+            payload["aps"] = .object(aps)
+        }
         var value = JSONValue.object(root)
         value.replace(at: [.key("message"), .key("apns"), .key("payload")][...], with: .object(payload))
         if rewrite, let iosImage {

@@ -317,6 +317,31 @@ import Testing
         #expect(emission.report.attachments.first?.androidURL == android)
     }
 
+    /// Google's own image example: the alert lives only in `message.notification`, and `aps` holds
+    /// `mutable-content` alone. FCM builds `aps.alert` from the notification on delivery, so the
+    /// request is enriched (not `not-mutable`); the alert is not written into it, and `webpush`,
+    /// the Android image and the rest come out as they came.
+    @Test func anFCMRequestWhoseAlertIsInItsNotificationIsEnriched() async throws {
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
+        let input = h.sample("fcm-v1-notification-alert.json")
+        let emission = try await e.enrich(input)
+        #expect(emission.outcome == .enriched, "\(emission.report.json)")
+        let out = JSONValue.object(try json(emission.bytes)), original = JSONValue.object(try json(input))
+        let message: [JSONPathComponent] = [.key("message")]
+        let aps = try #require(out[path: message + [.key("apns"), .key("payload"), .key("aps")]]?.objectValue)
+        #expect(aps.members.map(\.key) == ["mutable-content"])  // FCM adds the alert, not us
+        let ios = try #require(out[path: message + [.key("apns"), .key("fcm_options"), .key("image")]]?.stringValue)
+        #expect(ios.hasPrefix("https://cdn.example.com/m/"))
+        for key in ["webpush", "topic", "notification", "android"] {
+            #expect(JSONWriter.bytes(out[path: message + [.key(key)]]!) == JSONWriter.bytes(original[path: message + [.key(key)]]!), "\(key)")
+        }
+        // Without `mutable-content`, the same request passes through as it came.
+        let quiet = Array(String(decoding: input, as: UTF8.self).replacingAll(#""mutable-content":1"#, with: #""badge":1"#).utf8)
+        let passed = try await e.enrich(quiet)
+        #expect((passed.outcome, passed.reason, passed.bytes) == (.passthrough, .notMutable, quiet))
+    }
+
     /// Anything short of enriched is the original request, byte for byte; what is not a send
     /// request (another top-level key, no target) is read as an APNs payload.
     @Test func anFCMSendRequestFallsBackWhole() async throws {
