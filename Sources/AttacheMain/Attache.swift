@@ -12,15 +12,8 @@ struct AttacheCommand: AsyncParsableCommand {
     )
 
     static func main() async {
-        // `attache serve …` goes to the service untouched, `--help` included.
-        let arguments = CommandLine.arguments
-        if arguments.count > 1 && arguments[1] == "serve" {
-            ServerLauncher.exec(Array(arguments.dropFirst(2)))
-        }
-        // `attache config …` and `attache worker …` likewise, so that their own --help answers.
-        if arguments.count > 1 && ["config", "worker"].contains(arguments[1]) {
-            ServerLauncher.exec(Array(arguments.dropFirst(1)))
-        }
+        // `attache serve|worker|config …` go to attache-serve untouched, `--help` included.
+        ServerLauncher.handOver(Array(CommandLine.arguments.dropFirst()))
         await main(nil)
     }
 }

@@ -5,29 +5,65 @@ import AttacheSupport
 import Glibc
 #endif
 
-/// `attache serve` is the `attache-serve` executable, installed beside `attache` and run in its
-/// place (same process id, so signals and exit codes are the service's own). The service links
-/// Hummingbird and, through it, Foundation and ICU; kept out of `attache`, they no longer cost
-/// every other command ~6 ms and ~8 MB at start.
-struct Serve: ParsableCommand {
+/// The long-running commands are the `attache-serve` executable, installed beside `attache` and
+/// run in its place (same process id, so signals and exit codes are its own). It links Hummingbird
+/// and, through it, Foundation and ICU; kept out of `attache`, they cost no other command ~6 ms and
+/// ~8 MB at start. `attache NAME …` is handed over before anything here parses it, so that their
+/// own `--help` answers (`AttacheCommand.main`); these types list them in `attache --help`.
+protocol ServiceCommand: ParsableCommand {
+    /// attache-serve's arguments before the user's (none for the service).
+    static var handOver: [String] { get }
+    var arguments: [String] { get }
+}
+
+extension ServiceCommand {
+    func run() throws {
+        ServerLauncher.exec(Self.handOver + arguments)
+    }
+}
+
+struct Serve: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the enrichment service that push pipelines call per message.",
         discussion: "Runs attache-serve from the directory of attache (else from PATH); `attache serve --help` lists its options."
     )
+    static let handOver: [String] = []
 
     @Argument(parsing: .captureForPassthrough, help: "Options of the service.")
     var arguments: [String] = []
+}
 
-    func run() throws {
-        ServerLauncher.exec(arguments)
-    }
+struct Worker: ServiceCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Take payloads off a NATS JetStream stream and publish one enriched payload per payload.",
+        discussion: "Runs `attache-serve worker` from the directory of attache (else from PATH); `attache worker --help` lists its options."
+    )
+    static let handOver = ["worker"]
+
+    @Argument(parsing: .captureForPassthrough, help: "Options of the worker.")
+    var arguments: [String] = []
+}
+
+/// Reads the settings with the service's and the worker's own code, which lives in attache-serve.
+struct Config: ServiceCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Print the settings a command would run with, each with its value and its source.",
+        discussion: "Runs `attache-serve config` from the directory of attache (else from PATH); `attache config --help` explains it."
+    )
+    static let handOver = ["config"]
+
+    @Argument(parsing: .captureForPassthrough, help: "serve, worker or enrich, and that command's flags.")
+    var arguments: [String] = []
 }
 
 enum ServerLauncher {
     static let name = "attache-serve"
+    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Config.self]
 
-    /// Replaces this process with the service; returns only by exiting with an error.
+    /// Replaces this process with attache-serve; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {
         let argv = ([name] + arguments).map { strdup($0) } + [nil]
         if let beside = pathBesideThisExecutable(name) {
@@ -37,37 +73,11 @@ enum ServerLauncher {
         printError("attache: cannot run \(name) (looked beside attache and in PATH): \(String(cString: strerror(errno)))")
         exit(1)
     }
-}
 
-/// `attache worker` is attache-serve's worker: see `Serve` for why it is another executable.
-struct Worker: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "worker",
-        abstract: "Take payloads off a NATS JetStream stream and publish one enriched payload per payload.",
-        discussion: "Runs `attache-serve worker` from the directory of attache (else from PATH); `attache worker --help` lists its options."
-    )
-
-    @Argument(parsing: .captureForPassthrough, help: "Options of the worker.")
-    var arguments: [String] = []
-
-    func run() throws {
-        ServerLauncher.exec(["worker"] + arguments)
-    }
-}
-
-/// `attache config` is attache-serve's: it reads the settings with the service's and the worker's
-/// own code, which lives there.
-struct Config: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "config",
-        abstract: "Print the settings a command would run with, each with its value and its source.",
-        discussion: "Runs `attache-serve config` from the directory of attache (else from PATH); `attache config --help` explains it."
-    )
-
-    @Argument(parsing: .captureForPassthrough, help: "serve, worker or enrich, and that command's flags.")
-    var arguments: [String] = []
-
-    func run() throws {
-        ServerLauncher.exec(["config"] + arguments)
+    /// `attache NAME …` for a long-running command: handed over, never returns.
+    static func handOver(_ arguments: [String]) {
+        guard let name = arguments.first,
+              let command = commands.first(where: { $0.configuration.commandName == name }) else { return }
+        exec(command.handOver + arguments.dropFirst())
     }
 }
