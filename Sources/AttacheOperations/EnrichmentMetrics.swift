@@ -54,4 +54,10 @@ public struct EnrichmentMetrics: Sendable {
     public func inFlight(_ value: Int) {
         Gauge(label: "attache_in_flight", factory: factory).record(value)
     }
+
+    /// What the relay's upstream answered, by status (503 also when it could not be reached):
+    /// a bounded label, the statuses Apple and Google document.
+    public func relayed(status: Int) {
+        Counter(label: "attache_relay_upstream_total", dimensions: [("status", String(status))], factory: factory).increment()
+    }
 }

@@ -18,10 +18,10 @@ struct Config: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case serve, worker, enrich
+        case serve, worker, relay, enrich
     }
 
-    @Argument(help: "The command whose settings to show: serve, worker or enrich (also batch's and timeline's).")
+    @Argument(help: "The command whose settings to show: serve, worker, relay or enrich (also batch's and timeline's).")
     var command: Target = .serve
 
     @Argument(parsing: .captureForPassthrough, help: "That command's flags.")
@@ -36,6 +36,9 @@ struct Config: AsyncParsableCommand {
         case .worker:
             let worker = try Worker.parse(arguments)
             _ = try worker.configure(try await .forService(configFile: worker.process.configFile, recording: record))
+        case .relay:
+            let relay = try Relay.parse(arguments)
+            _ = try relay.configure(try await .forService(configFile: relay.process.configFile, recording: record))
         case .enrich:
             // What the one-shot commands read: the environment as they see it (no file).
             let settings = Settings(ProcessEnvironment(), record: record)

@@ -8,6 +8,8 @@ enum Entry {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "worker" {
             await Worker.main(Array(arguments.dropFirst()))
+        } else if arguments.first == "relay" {
+            await Relay.main(Array(arguments.dropFirst()))
         } else if arguments.first == "config" {
             await Config.main(Array(arguments.dropFirst()))
         } else {

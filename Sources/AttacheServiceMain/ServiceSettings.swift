@@ -27,9 +27,9 @@ extension Settings {
                         record: record)
     }
 
-    /// A name in the configuration file that neither the service nor the worker reads is a
-    /// mistake: a misspelt setting would otherwise be silently ignored. (One file may serve both:
-    /// the worker does not refuse the service's port.)
+    /// A name in the configuration file that none of the long-running commands (service, worker,
+    /// relay) reads is a mistake: a misspelt setting would otherwise be silently ignored. (One file
+    /// may serve them all: the worker does not refuse the service's port.)
     func checkConfigurationFile() throws {
         guard let source = source as? ConfigurationSource, source.file != nil else { return }
         let known = Self.longRunningSettings
@@ -37,12 +37,13 @@ extension Settings {
         throw ValidationError("the configuration file \(source.path ?? "") names \(unknown.name) (line \(unknown.line)), which is not a setting: see docs/operations.md")
     }
 
-    /// Every name the service and the worker read: their own readers, run against a source that
+    /// Every name the service, the worker and the relay read: their own readers, run against a source that
     /// answers nothing (every `ATTACHE_*` read is unconditional, so each is asked for).
     static let longRunningSettings: Set<String> = {
         let names = NameCollector()
         _ = try? Serve.parse([]).configure(Settings(names))
         _ = try? Worker.parse([]).configure(Settings(names))
+        _ = try? Relay.parse([]).configure(Settings(names))
         return names.asked.withLock { $0 }.union(["ATTACHE_CONFIG_FILE"])
     }()
 }

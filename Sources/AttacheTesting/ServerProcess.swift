@@ -104,7 +104,7 @@ func answersHTTP(port: Int) -> Bool {
 }
 
 /// `count` distinct free TCP ports on 127.0.0.1 (held open together while chosen).
-func freePorts(_ count: Int) throws -> [Int] {
+public func freePorts(_ count: Int) throws -> [Int] {
     var sockets: [Int32] = []
     defer { sockets.forEach { close($0) } }
     var ports: [Int] = []

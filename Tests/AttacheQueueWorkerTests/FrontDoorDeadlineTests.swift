@@ -2,6 +2,7 @@ import Attache
 import AttacheFetch
 import AttacheHTTPService
 import AttacheOrigin
+import AttacheRelay
 import AttacheTesting
 import HTTPTypes
 import Hummingbird
@@ -10,7 +11,8 @@ import Logging
 import Testing
 
 /// `Attache-Deadline-Ms` means one budget whichever front door it is sent to: the same header values
-/// through the service (HTTP) and the worker (a real JetStream), each answer saying the budget given.
+/// through the service (HTTP), the worker (a real JetStream) and the relay (HTTP/2), each answer
+/// saying the budget given.
 extension QueueWorkerTests {
     /// (header, budget in ms) under a policy of 2 s by default and 5 s at most.
     static let deadlineCases: [(header: String?, ms: Int)] = [
@@ -59,8 +61,35 @@ extension QueueWorkerTests {
                 worker = Self.deadlineCases.indices.map { i in out.first { $0.id == "d\(i)" }?.deadline.flatMap { Int($0) } ?? -1 }
             }
         }
+        // The relay: its upstream is a closed port, and every answer (a 503 here) says the budget.
+        let forwarder = try Forwarder(tempDirectory: options.mediaDirectory)
+        defer { forwarder.shutdown() }
+        let relay = try buildRelayApplication(
+            configuration: RelayConfiguration(port: 0, apnsUpstream: "http://127.0.0.1:\(try freePorts(1)[0])", deadline: policy),
+            enrichment: enrichment, forwarder: forwarder, logger: Self.quiet
+        )
+        let relayed = try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])))
+            defer { engine.shutdown() }
+            var budgets: [Int] = []
+            for (header, _) in Self.deadlineCases {
+                var request = FetchRequest(url: "http://127.0.0.1:\(port)/3/device/abc")
+                request.method = .post
+                request.upload = .bytes(payload)
+                request.http2Only = true
+                request.errorStatusIsAnswer = true
+                request.headers = header.map { ["\(DeadlinePolicy.header): \($0)"] } ?? []
+                request.keepHeaders = [DeadlinePolicy.header.lowercased()]
+                let result = try await engine.fetch(request, deadline: .now + .seconds(10))
+                budgets.append(result.headers.first.flatMap { Int($0.value) } ?? -1)
+            }
+            return budgets
+        }
+
         let expected = Self.deadlineCases.map(\.ms)
         #expect(service == expected)
         #expect(worker == expected)
+        #expect(relayed == expected)
     }
 }

@@ -1,0 +1,50 @@
+import Attache
+import AttacheOperations
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOSSL
+
+/// `attache relay` as an application: what the command runs and what the tests drive.
+public func buildRelayApplication(
+    configuration: RelayConfiguration,
+    enrichment: Enrichment,
+    forwarder: Forwarder,
+    metrics: EnrichmentMetrics = EnrichmentMetrics(),
+    logger: Logger = Logger(label: "attache.relay")
+) throws -> some ApplicationProtocol {
+    let router = Router()
+    router.add(middleware: BadPath())
+    RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, metrics: metrics, logger: logger)
+        .register(on: router)
+    let server: HTTPServerBuilder
+    if let tls = configuration.tls {
+        server = try .http2Upgrade(tlsConfiguration: try tlsConfiguration(tls))
+    } else {
+        server = .plaintextHTTP2()
+    }
+    return Application(router: router, server: server,
+                       configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
+                       logger: logger)
+}
+
+/// The relay's certificate chain and key from PEM files; ALPN `h2`, then `http/1.1`.
+func tlsConfiguration(_ tls: RelayConfiguration.TLS) throws -> TLSConfiguration {
+    let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+    let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
+    var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    configuration.applicationProtocols = ["h2", "http/1.1"]
+    return configuration
+}
+
+/// A path that is neither send API is Apple's `404 {"reason":"BadPath"}`, not an empty 404.
+struct BadPath<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return Provider.apns.error(.notFound, "BadPath")
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Attache
+
+/// What `attache relay` runs with: where it listens, how (HTTP/2 with prior knowledge in clear
+/// text, or TLS with ALPN), and where it forwards.
+public struct RelayConfiguration: Sendable {
+    /// The relay's own certificate and key (PEM files): TLS with ALPN `h2` and `http/1.1`.
+    public struct TLS: Sendable {
+        public var certificatePath: String
+        public var keyPath: String
+
+        public init(certificatePath: String, keyPath: String) {
+            self.certificatePath = certificatePath
+            self.keyPath = keyPath
+        }
+    }
+
+    public static let apnsProduction = "https://api.push.apple.com"
+    public static let apnsSandbox = "https://api.sandbox.push.apple.com"
+    public static let fcm = "https://fcm.googleapis.com"
+
+    public var host: String
+    public var port: Int
+    /// Nil: HTTP/2 with prior knowledge in clear text (a sidecar on loopback).
+    public var tls: TLS?
+    /// Where `POST /3/device/…` goes: Apple's production host, its sandbox, or any URL (a double).
+    public var apnsUpstream: String
+    /// Where `POST /v1/projects/…/messages:send` goes.
+    public var fcmUpstream: String
+    /// A request's enrichment budget from its `Attache-Deadline-Ms`, as the service's.
+    public var deadline: DeadlinePolicy
+    /// How long the upstream has to answer once the request is forwarded.
+    public var upstreamTimeout: Duration
+    /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
+    public var maxBodyBytes: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8443, tls: TLS? = nil,
+                apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,
+                deadline: DeadlinePolicy = .service, upstreamTimeout: Duration = .seconds(10), maxBodyBytes: Int = 64 * 1024) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.apnsUpstream = apnsUpstream
+        self.fcmUpstream = fcmUpstream
+        self.deadline = deadline
+        self.upstreamTimeout = upstreamTimeout
+        self.maxBodyBytes = maxBodyBytes
+    }
+}

@@ -1,0 +1,121 @@
+import Attache
+import AttacheOperations
+import AttachePayload
+import AttacheSupport
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The two send APIs the relay speaks, and how each says what went wrong.
+enum Provider: Sendable {
+    case apns, fcm
+
+    /// An error in the provider's own documented shape: APNs `{"reason": "BadPath"}`; Google's
+    /// `{"error": {"code", "message", "status"}}`.
+    func error(_ status: HTTPResponse.Status, _ reason: String, outcome: String? = nil, budget: Duration? = nil) -> Response {
+        let body: JSONValue
+        switch self {
+        case .apns:
+            body = .object(JSONObject(["reason": .string(reason)]))
+        case .fcm:
+            let code = ["ServiceUnavailable": "UNAVAILABLE", "PayloadTooLarge": "INVALID_ARGUMENT", "BadPath": "NOT_FOUND",
+                        "MethodNotAllowed": "INVALID_ARGUMENT"][reason] ?? "INTERNAL"
+            body = .object(JSONObject(["error": .object(JSONObject([
+                "code": .number(String(status.code)), "message": .string(reason), "status": .string(code),
+            ]))]))
+        }
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        if let outcome { fields[.attacheOutcome] = outcome }
+        if let budget { fields[.attacheDeadline] = String(Int(budget.milliseconds)) }
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(body))))
+    }
+}
+
+extension HTTPField.Name {
+    static let attacheOutcome = Self("Attache-Outcome")!
+    static let attacheDeadline = Self(DeadlinePolicy.header)!
+}
+
+/// `POST /3/device/{token}` (APNs) and `POST /v1/projects/{project}/messages:send` (FCM v1): each
+/// request's body is enriched by the pipeline every front door shares when it carries
+/// `mutable-content` (the rest is forwarded byte for byte, read no further than that gate), then
+/// forwarded; the client gets exactly what the upstream answered — status, `apns-id`,
+/// `apns-unique-id`, body — plus `Attache-Outcome`, which never reaches Apple or Google. A client
+/// is told "sent" only when the upstream said so: an upstream that cannot be reached is a 503
+/// `ServiceUnavailable` in the provider's shape, so the client's own retry logic works.
+struct RelayController: Sendable {
+    let configuration: RelayConfiguration
+    let enrichment: Enrichment
+    let forwarder: Forwarder
+    let metrics: EnrichmentMetrics
+    let logger: Logger
+
+    func register(on router: some RouterMethods<BasicRequestContext>) {
+        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns, upstream: configuration.apnsUpstream) }
+        router.post("/v1/projects/:project/messages:send") { request, _ in
+            await relay(request, provider: .fcm, upstream: configuration.fcmUpstream)
+        }
+        for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
+            router.on("/3/device/:token", method: method) { _, _ in Provider.apns.error(.methodNotAllowed, "MethodNotAllowed") }
+            router.on("/v1/projects/:project/messages:send", method: method) { _, _ in
+                Provider.fcm.error(.methodNotAllowed, "MethodNotAllowed")
+            }
+        }
+    }
+
+    func relay(_ request: Request, provider: Provider, upstream: String) async -> Response {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(buffer: try await request.body.collect(upTo: configuration.maxBodyBytes))
+        } catch {
+            return provider.error(.contentTooLarge, "PayloadTooLarge")
+        }
+        let budget = configuration.deadline.budget(header: request.headers[.attacheDeadline])
+        let (body, outcome) = await enriched(bytes, budget: budget)
+
+        let fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        let url = upstream.withoutTrailingSlash + request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        let answer: Forwarder.Answer
+        do {
+            answer = try await forwarder.forward(url, fields: fields, body: body, timeout: configuration.upstreamTimeout)
+        } catch {
+            logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
+            metrics.relayed(status: 503)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", outcome: outcome, budget: budget)
+        }
+        metrics.relayed(status: answer.status)
+        var headers = HTTPFields()
+        for (name, value) in answer.headers {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
+        headers[.attacheOutcome] = outcome
+        headers[.attacheDeadline] = String(Int(budget.milliseconds))
+        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    /// The body to forward and the outcome to tell the client. Only a body that names
+    /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
+    func enriched(_ bytes: [UInt8], budget: Duration) async -> (body: [UInt8], outcome: String) {
+        guard Self.mentionsMutableContent(bytes) else {
+            metrics.request(outcome: .passthrough, reason: .notMutable)
+            return (bytes, Emission.outcomeHeader(.passthrough, .notMutable))
+        }
+        do {
+            let emission = try await enrichment.enrich(bytes, identifier: "relay", deadline: budget, logger: logger)
+            metrics.request(emission.report)
+            return (emission.bytes, emission.outcomeHeader)
+        } catch {
+            // Not a JSON object: Apple or Google says what is wrong with it, as they would.
+            metrics.request(outcome: .fallback, reason: .invalidPayload)
+            return (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
+        }
+    }
+
+    static func mentionsMutableContent(_ bytes: [UInt8]) -> Bool {
+        let needle = Array("mutable-content".utf8)
+        guard bytes.count >= needle.count else { return false }
+        return (0...(bytes.count - needle.count)).contains { i in bytes[i..<(i + needle.count)].elementsEqual(needle) }
+    }
+}

@@ -1,0 +1,111 @@
+import ArgumentParser
+import Attache
+import AttacheCommandLine
+import AttacheHTTPService
+import AttacheOperations
+import AttacheRelay
+import AttacheSupport
+import Logging
+import ServiceLifecycle
+
+struct Relay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache relay",
+        abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",
+        discussion: """
+        Point an APNs or FCM client's host at the relay: POST /3/device/<token> (APNs provider API) and \
+        POST /v1/projects/<project>/messages:send (FCM HTTP v1) are enriched when their payload has \
+        mutable-content (else forwarded byte for byte), then forwarded over HTTP/2 with the client's own \
+        headers (authorization included); the client gets the upstream's status, apns-id, apns-unique-id \
+        and body, and Attache-Outcome. An upstream that cannot be reached is a 503 ServiceUnavailable in \
+        the provider's shape. Without --tls-certificate the relay speaks HTTP/2 with prior knowledge in \
+        clear text (a sidecar on loopback). Attache-Deadline-Ms names the enrichment's budget, as for the \
+        service. Every option can also come from the ATTACHE_* variable named in its help.
+        """
+    )
+
+    @Option(help: "Address to listen on [ATTACHE_HOST, default 127.0.0.1].")
+    var host: String?
+
+    @Option(help: "Port [ATTACHE_PORT, default 8443].")
+    var port: Int?
+
+    @Option(help: "The relay's certificate chain, PEM: TLS with ALPN h2 and http/1.1 [ATTACHE_TLS_CERTIFICATE].")
+    var tlsCertificate: String?
+
+    @Option(help: "The key of that certificate, PEM [ATTACHE_TLS_KEY].")
+    var tlsKey: String?
+
+    @Option(help: "Where APNs requests go: a URL, or production or sandbox for Apple's hosts [ATTACHE_APNS_UPSTREAM, default production].")
+    var apnsUpstream: String?
+
+    @Option(help: "Where FCM requests go [ATTACHE_FCM_UPSTREAM, default https://fcm.googleapis.com].")
+    var fcmUpstream: String?
+
+    @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
+    var upstreamTimeout: Duration?
+
+    @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
+    var metricsPort: Int?
+
+    @OptionGroup var process: ProcessOptionGroup
+
+    @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
+
+    @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
+
+    struct Setup {
+        var relay: RelayConfiguration
+        var options: Enrichment.Configuration
+        var logFormat: LogFormat
+        var metricsPort: Int?
+    }
+
+    func configure(_ settings: Settings) throws -> Setup {
+        let logFormat = try process.format(settings)
+        var relay = RelayConfiguration()
+        relay.host = settings.string(host, "ATTACHE_HOST", default: relay.host)
+        relay.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: relay.port, in: 0...65535)
+        let certificate = settings.string(tlsCertificate, "ATTACHE_TLS_CERTIFICATE")
+        let key = settings.string(tlsKey, "ATTACHE_TLS_KEY")
+        switch (certificate, key) {
+        case (let certificate?, let key?): relay.tls = .init(certificatePath: certificate, keyPath: key)
+        case (nil, nil): relay.tls = nil
+        default: throw ValidationError("--tls-certificate and --tls-key go together: give both, or neither for clear text")
+        }
+        let apns = settings.string(apnsUpstream, "ATTACHE_APNS_UPSTREAM", default: "production")
+        relay.apnsUpstream = ["production": RelayConfiguration.apnsProduction, "sandbox": RelayConfiguration.apnsSandbox][apns] ?? apns
+        relay.fcmUpstream = settings.string(fcmUpstream, "ATTACHE_FCM_UPSTREAM", default: relay.fcmUpstream)
+        for url in [relay.apnsUpstream, relay.fcmUpstream] where !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
+            throw ValidationError("an upstream is an http(s) URL, production or sandbox: not \(url)")
+        }
+        relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
+                                                      default: relay.upstreamTimeout)
+        let metricsPort = try settings.int(self.metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
+        var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        options.cache = try cache.configuration(settings)
+        relay.deadline = options.deadlinePolicy
+        try settings.checkConfigurationFile()
+        return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort)
+    }
+
+    func run() async throws {
+        let setup = try configure(try await .forService(configFile: process.configFile))
+        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let logger = Logger(label: "attache.relay")
+        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
+        let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path)
+        defer { forwarder.shutdown() }
+        var services: [any Service] = [EnrichmentService(enrichment)]
+        services.append(try buildRelayApplication(configuration: setup.relay, enrichment: enrichment, forwarder: forwarder, logger: logger))
+        if let port = setup.metricsPort {
+            services.append(buildProbeApplication(host: setup.relay.host, port: port, registry: registry, healthy: { true }, logger: logger))
+        }
+        logger.info("attache relay starting", metadata: [
+            "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",
+            "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
+        ])
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `attache relay` as a process, with the curl command line as the provider's client and nghttpd
+# (nghttp2's C HTTP/2 server, `make test-deps`) as the upstream, echoing what reached it:
+# - TLS with a certificate from a CA made here: ALPN h2 and http/1.1; a client that does not trust
+#   the CA is refused and nothing is forwarded;
+# - a body without mutable-content reaches the upstream byte for byte; one with it, enriched;
+# - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
+# - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
+#   knowledge; SIGTERM exits 0.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+command -v nghttpd > /dev/null || { echo "FAIL: no nghttpd: run make test-deps"; exit 1; }
+
+# The CA and the relay's certificate (P-256, for 127.0.0.1 and localhost).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" \
+  -days 1 -subj "/CN=Attache test CA" 2> /dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/relay.key" -out "$tmp/relay.csr" \
+  -subj "/CN=localhost" 2> /dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$tmp/san.ext"
+openssl x509 -req -in "$tmp/relay.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial -days 1 \
+  -extfile "$tmp/san.ext" -out "$tmp/relay.pem" 2> /dev/null
+
+start_origin
+pids+=("$origin")
+# The upstream: POST /3/device/<token> answered 200 with the body it received.
+mkdir -p "$tmp/up/3/device" && : > "$tmp/up/3/device/abc"
+uport=$(free_port)
+nghttpd --no-tls --echo-upload -d "$tmp/up" "$uport" > "$tmp/nghttpd.log" 2>&1 &
+pids+=($!)
+
+start_relay() {  # log name, options... → $rport, $relay
+  local name=$1
+  shift
+  rport=$(free_port)
+  "$bin" relay --port "$rport" --allow-address 127.0.0.1/32 --public-base-url https://cdn.example.com/m "$@" \
+    > "$tmp/$name.log" 2>&1 &
+  relay=$!
+  pids+=("$relay")
+  for _ in $(seq 100); do grep -q 'listening' "$tmp/$name.log" 2>/dev/null && break; sleep 0.05; done
+}
+
+start_relay tls --tls-certificate "$tmp/relay.pem" --tls-key "$tmp/relay.key" --apns-upstream "http://127.0.0.1:$uport"
+url="https://127.0.0.1:$rport/3/device/abc"
+plain='{"aps":{"alert":"plain"},"n":1.50}'
+apns=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
+
+curl -s --cacert "$tmp/ca.pem" --http2 -D "$tmp/h1" -o "$tmp/b1" -w '%{http_version}' "${apns[@]}" \
+  -H "Attache-Deadline-Ms: 1500" --data-binary "$plain" "$url" > "$tmp/v1"
+check "TLS with the test CA, HTTP/2 by ALPN (got $(cat "$tmp/v1"))" "[ \"\$(cat $tmp/v1)\" = 2 ] && grep -q '^HTTP/2 200' $tmp/h1"
+check "no mutable-content: byte for byte to the upstream" "[ \"\$(cat $tmp/b1)\" = '$plain' ]"
+check "… and the outcome said to the client" "grep -qi '^attache-outcome: passthrough; reason=not-mutable' $tmp/h1"
+check "… and the budget the header asked for" "grep -qi '^attache-deadline-ms: 1500' $tmp/h1"
+
+curl -s --cacert "$tmp/ca.pem" --http1.1 -o /dev/null -w '%{http_code} %{http_version}' --data-binary "$plain" "$url" > "$tmp/v2"
+check "ALPN http/1.1 too (got $(cat "$tmp/v2"))" "[ \"\$(cat $tmp/v2)\" = '200 1.1' ]"
+
+curl -s -o /dev/null --data-binary "$plain" "$url"
+code=$?
+check "a client that does not trust the CA is refused (curl exit $code)" "[ $code = 60 ]"
+
+media="{\"aps\":{\"alert\":\"sale\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg\"}"
+curl -s --cacert "$tmp/ca.pem" -D "$tmp/h3" -o "$tmp/b3" --data-binary "$media" "$url"
+check "mutable-content: the upstream got the enriched payload" \
+  "grep -q '\"attachments\":\\[{\"id\":' $tmp/b3 && grep -q 'https://cdn.example.com/m/' $tmp/b3"
+check "… and the client the outcome" "grep -qi '^attache-outcome: enriched' $tmp/h3"
+
+kill -TERM "$relay"; wait "$relay"; code=$?
+check "SIGTERM: the relay exits 0 (got $code)" "[ $code = 0 ]"
+
+# Clear text with prior knowledge (a sidecar on loopback), and an upstream that is down.
+start_relay clear --apns-upstream "http://127.0.0.1:$(free_port)"
+code=$(curl -s --http2-prior-knowledge -o "$tmp/b4" -w '%{http_code}' --data-binary "$plain" "http://127.0.0.1:$rport/3/device/abc")
+check "clear-text HTTP/2; an upstream that is down is 503 (got $code)" "[ $code = 503 ]"
+check "… with Apple's reason" "[ \"\$(cat $tmp/b4)\" = '{\"reason\":\"ServiceUnavailable\"}' ]"
+kill -TERM "$relay"; wait "$relay"
+
+if [ "$failed" -gt 0 ]; then
+  for log in "$tmp"/*.log; do echo "--- $log"; tail -n 20 "$log"; done
+fi
+finish relay
