@@ -76,4 +76,14 @@ assert nats and "-js" in nats[0]["command"], "no NATS with JetStream"'
 check "docker-compose.yml: two workers on NATS JetStream, on the shared store" "python3 -c '$queue'"
 check "the worker's command is the one the checks run" "grep -q 'worker --nats' Tests/cli/worker.sh"
 check "the runtime image has nats.c's library" "grep -q 'libnats3.4' Dockerfile"
+# The relay in front of the APNs double the relay's check uses, with the command that check runs.
+relay='import os, yaml
+c = yaml.safe_load(open("docker-compose.yml"))["services"]
+relays = [s for s in c.values() if s.get("command", [None])[0] == "relay"]
+assert relays, "no relay"
+upstream = relays[0]["command"][relays[0]["command"].index("--apns-upstream") + 1]
+assert upstream.split("//")[1].split(":")[0] in c, "the relay forwards to no service of the file: " + upstream
+assert os.path.exists("Tests/cli/apns.py"), "no APNs double"'
+check "docker-compose.yml: the relay in front of the APNs double" "python3 -c '$relay'"
+check "the relay's command is the one the checks run" "grep -q 'relay --port' Tests/cli/relay.sh"
 finish deploy
