@@ -32,6 +32,9 @@ public struct RelayConfiguration: Sendable {
     public var upstreamTimeout: Duration
     /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
     public var maxBodyBytes: Int
+    /// When the relay holds the team's key: every APNs request is sent with the relay's own
+    /// provider token instead of the client's `authorization`. Nil: the client's goes through.
+    public var apnsToken: ProviderToken?
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: TLS? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,

@@ -75,7 +75,16 @@ struct RelayController: Sendable {
         let budget = configuration.deadline.budget(header: request.headers[.attacheDeadline])
         let (body, outcome) = await enriched(bytes, budget: budget)
 
-        let fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        if provider == .apns, let token = configuration.apnsToken {
+            fields.removeAll { $0.name == "authorization" }
+            do {
+                fields.append((name: "authorization", value: try token.authorization()))
+            } catch {
+                logger.error("the provider token cannot be signed", metadata: ["attache.error": "\(type(of: error))"])
+                return provider.error(.internalServerError, "InternalServerError", outcome: outcome, budget: budget)
+            }
+        }
         let url = upstream.withoutTrailingSlash + request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
         do {

@@ -45,6 +45,15 @@ struct Relay: AsyncParsableCommand {
     @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
     var upstreamTimeout: Duration?
 
+    @Option(help: "The team's APNs signing key (.p8): the relay signs its own provider tokens and sends them instead of the client's authorization; with --apns-key-id and --apns-team-id [ATTACHE_APNS_KEY].")
+    var apnsKey: String?
+
+    @Option(help: "The key's id, from Apple's developer account [ATTACHE_APNS_KEY_ID].")
+    var apnsKeyId: String?
+
+    @Option(help: "The team id [ATTACHE_APNS_TEAM_ID].")
+    var apnsTeamId: String?
+
     @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
     var metricsPort: Int?
 
@@ -81,6 +90,22 @@ struct Relay: AsyncParsableCommand {
         }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
+        let keyPath = settings.string(apnsKey, "ATTACHE_APNS_KEY")
+        let keyID = settings.string(apnsKeyId, "ATTACHE_APNS_KEY_ID")
+        let teamID = settings.string(apnsTeamId, "ATTACHE_APNS_TEAM_ID")
+        switch (keyPath, keyID, teamID) {
+        case (let path?, let keyID?, let teamID?):
+            guard let pem = try? readFile(path) else { throw ValidationError("--apns-key \(path) cannot be read") }
+            do {
+                relay.apnsToken = try ProviderToken(keyPEM: String(decoding: pem, as: UTF8.self), keyID: keyID, teamID: teamID)
+            } catch {
+                throw ValidationError("--apns-key \(path) is not a P-256 private key in PEM (an APNs .p8 file)")
+            }
+        case (nil, nil, nil):
+            relay.apnsToken = nil
+        default:
+            throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
+        }
         let metricsPort = try settings.int(self.metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
         var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)

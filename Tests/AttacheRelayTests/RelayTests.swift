@@ -1,5 +1,6 @@
 import Attache
 import AttacheFetch
+import Crypto
 import AttacheOperations
 import AttacheOrigin
 import AttacheRelay
@@ -69,7 +70,7 @@ struct RelayHarness {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Runs `body` with a client to a relay forwarding to `upstream` (nil: the fake) and the fake.
-    static func with(upstream override: String? = nil, maxBodyBytes: Int = 64 * 1024,
+    static func with(upstream override: String? = nil, maxBodyBytes: Int = 64 * 1024, apnsToken: ProviderToken? = nil,
                      _ body: @Sendable (RelayClient, FakeUpstream, Origin) async throws -> Void) async throws {
         let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         defer { origin.stop() }
@@ -85,9 +86,10 @@ struct RelayHarness {
             defer { enrichment.shutdown() }
             let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path)
             defer { forwarder.shutdown() }
-            let configuration = RelayConfiguration(port: 0, apnsUpstream: upstream, fcmUpstream: upstream,
+            var configuration = RelayConfiguration(port: 0, apnsUpstream: upstream, fcmUpstream: upstream,
                                                    deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
                                                    upstreamTimeout: .seconds(5), maxBodyBytes: maxBodyBytes)
+            configuration.apnsToken = apnsToken
             let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
             try await relay.test(.live) { relayClient in
                 let client = try RelayClient(port: try #require(relayClient.port))
@@ -224,6 +226,25 @@ struct RelayClient {
             let elsewhere = try await client.post("/3/devices/abc", #"{"aps":{}}"#, fields: Self.apnsFields)
             #expect((elsewhere.status, elsewhere.body) == (404, #"{"reason":"BadPath"}"#))
             #expect(fake.received.withLock { $0.isEmpty })
+        }
+    }
+
+    /// A relay that holds the team's key sends its own provider token (one, reused) in place of
+    /// whatever the client sent; Apple's double can check it with the key's public half.
+    @Test func aRelayHoldingTheKeySignsItsOwnProviderTokens() async throws {
+        let key = P256.Signing.PrivateKey()
+        let token = try ProviderToken(keyPEM: key.pemRepresentation, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        try await RelayHarness.with(apnsToken: token) { client, fake, _ in
+            for _ in 0..<2 {
+                let answer = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#,
+                                                   fields: ["authorization: bearer client-token", "apns-topic: com.example.app"])
+                #expect(answer.status == 200)
+            }
+            let sent = fake.received.withLock { $0.map { $0.fields["authorization"] ?? "" } }
+            #expect(sent.count == 2 && sent[0] == sent[1])
+            let claims = try #require(ProviderTokenTests.verify(sent[0], with: key.publicKey))
+            #expect((claims.kid, claims.iss) == ("ABC123DEFG", "DEF123GHIJ"))
+            #expect(!sent[0].contains("client-token"))
         }
     }
 }
