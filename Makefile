@@ -20,7 +20,7 @@ NATS_PY_VERSION := 2.9.0
 AIOAPNS_VERSION := 4.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
-	libjpeg-turbo-progs libdeflate-dev python3-venv
+	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
 
 # Debug builds compile the C codecs optimised (the package itself carries no unsafe flags, which
 # SwiftPM refuses in a dependency): decoding in the tests stays fast. The same flags on every

@@ -3,14 +3,16 @@
 # docs/benchmarks.md from what they print — the date, the commit, the machine, and for each
 # benchmark what it measures (its script's header) and its output, where every Attache figure
 # stands beside its anchor measured in the same run, with the ratio.
-#   usage: Benchmarks/report.sh [ATTACHE_BINARY] [OUTPUT]   (BENCHES="thumbnail render" picks some)
+#   usage: Benchmarks/report.sh [ATTACHE_BINARY] [OUTPUT]   (BENCHES="thumbnail render" runs some and
+#   prints their report instead of writing docs/benchmarks.md, which holds every benchmark)
 # A benchmark that fails is reported as failed, with the end of its output, and the others still
 # run; the exit status is non-zero when any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
-out=${2:-docs/benchmarks.md}
-benches=${BENCHES:-thumbnail render fetch poster serve batch deadline store worker isolation}
+benches=${BENCHES:-thumbnail render fetch poster serve batch deadline store worker isolation relay}
+# Only a run of every benchmark is the document; some of them are printed instead.
+out=${2:-$([ -z "${BENCHES:-}" ] && echo docs/benchmarks.md || echo /dev/stdout)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -68,6 +70,6 @@ done
     cat "$work/$name.out"
     echo '```'
   done
-} > "$out.tmp" && mv "$out.tmp" "$out"
-echo "wrote $out" >&2
+} > "$work/report.md"
+if [ "$out" = /dev/stdout ]; then cat "$work/report.md"; else mv "$work/report.md" "$out" && echo "wrote $out" >&2; fi
 exit "$failed"

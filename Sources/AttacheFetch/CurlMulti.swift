@@ -47,6 +47,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// How much of `request.upload` curl has read.
     private var uploaded = 0
+    /// The upload's whole length (set when it is opened).
+    private var uploadLength: Int64 = 0
     /// The open file of an `.file` upload (closed with the transfer).
     private var uploadFile: RegularFile?
     private var continuation: CheckedContinuation<FetchResult, any Error>?
@@ -141,6 +143,7 @@ final class CurlTransfer: @unchecked Sendable {
         // Proxy variables in the environment are ignored unless a proxy is configured.
         try setString(CURLOPT_PROXY, settings.proxy ?? "")
         try setString(CURLOPT_USERAGENT, settings.userAgent)
+        if let caFile = settings.caFile { try setString(CURLOPT_CAINFO, caFile) }
         try setLong(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
         try setLong(CURLOPT_LOW_SPEED_TIME, settings.lowSpeedTime)
         try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes)), "setopt")
@@ -175,6 +178,7 @@ final class CurlTransfer: @unchecked Sendable {
             try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(try openUpload())), "setopt")
             try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
             try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
+            try configureRewind()
             // curl's own `Expect: 100-continue` stays: removing it ("Expect:") leaves it among
             // the headers curl 7.88 signs, and S3 then refuses the signature.
         case .post:
@@ -182,6 +186,7 @@ final class CurlTransfer: @unchecked Sendable {
             try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(try openUpload())), "setopt")
             try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
             try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
+            try configureRewind()
         }
         if request.http2Only && request.url.hasPrefix("http://") {
             // libcurl 7.88.1 (Debian 12's) fails the next request on a reused prior-knowledge
@@ -211,20 +216,38 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// Lets curl send the body again from the start: an HTTP/2 upstream that refuses a stream (past
+    /// its concurrency limit, or at GOAWAY) is answered by a retry, which needs the body rewound; a
+    /// read callback alone makes that retry fail (`CURLE_SEND_FAIL_REWIND`).
+    private func configureRewind() throws {
+        try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_SEEKDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
+        try curlCheck(attache_curl_setopt_seek_fn(easy, curlSeek), "setopt")
+    }
+
+    /// Moves the upload to `offset` from its start (engine thread).
+    func rewind(to offset: Int64, origin: Int32) -> Int32 {
+        guard origin == SEEK_SET, offset >= 0, offset <= uploadLength else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+        uploaded = Int(offset)
+        return Int32(CURL_SEEKFUNC_OK)
+    }
+
     /// The upload's length; opens its file, if it is one.
     private func openUpload() throws -> Int {
+        let length: Int
         switch request.upload {
-        case nil: return 0
-        case .bytes(let bytes): return bytes.count
+        case nil: length = 0
+        case .bytes(let bytes): length = bytes.count
         case .file(let path):
             do {
                 let file = try RegularFile(path)
                 uploadFile = file
-                return file.size
+                length = file.size
             } catch {
                 throw FetchError(.fetchFailed, "cannot read the upload \(path)")
             }
         }
+        uploadLength = Int64(length)
+        return length
     }
 
     /// The next piece of the upload (engine thread); `CURL_READFUNC_ABORT` when its file cannot
@@ -489,6 +512,11 @@ private let curlRead: attache_curl_data_fn = { data, size, count, user in
     guard let user, let data else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
     return transfer.send(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+}
+
+private let curlSeek: attache_curl_seek_fn = { user, offset, origin in
+    guard let user else { return Int32(CURL_SEEKFUNC_FAIL) }
+    return Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue().rewind(to: Int64(offset), origin: origin)
 }
 
 private let curlHeader: attache_curl_data_fn = { data, size, count, user in

@@ -30,6 +30,8 @@ public final class FetchEngine: Sendable {
         /// order. Above `maxConnectionsPerHost` so HTTP/2 can multiplex and a freed connection
         /// finds its next transfer ready.
         public var maxTransfersPerOrigin: Int
+        /// Certificate authorities (a PEM file) trusted instead of the system's: a private upstream's.
+        public var caFile: String?
 
         public init(
             policy: AddressPolicy = AddressPolicy(),
@@ -43,7 +45,8 @@ public final class FetchEngine: Sendable {
             maxRedirects: Int = 5,
             maxConnectionsPerHost: Int = 16,
             maxConnections: Int = 256,
-            maxTransfersPerOrigin: Int = 64
+            maxTransfersPerOrigin: Int = 64,
+            caFile: String? = nil
         ) {
             self.policy = policy
             self.connectTimeout = connectTimeout
@@ -57,6 +60,7 @@ public final class FetchEngine: Sendable {
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.maxConnections = maxConnections
             self.maxTransfersPerOrigin = maxTransfersPerOrigin
+            self.caFile = caFile
         }
     }
 

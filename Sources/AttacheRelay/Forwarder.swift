@@ -23,9 +23,11 @@ public struct Forwarder: Sendable {
 
     let engine: FetchEngine
 
-    public init(tempDirectory: String) throws {
+    /// `caFile`: the authorities to trust for the upstream instead of the system's (a private
+    /// upstream, a double with a test CA).
+    public init(tempDirectory: String, caFile: String? = nil) throws {
         engine = try FetchEngine(configuration: .init(
-            policy: AddressPolicy(allowed: [CIDR("0.0.0.0/0")!, CIDR("::/0")!]), tempDirectory: tempDirectory
+            policy: AddressPolicy(allowed: [CIDR("0.0.0.0/0")!, CIDR("::/0")!]), tempDirectory: tempDirectory, caFile: caFile
         ))
     }
 

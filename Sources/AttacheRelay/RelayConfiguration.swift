@@ -30,6 +30,8 @@ public struct RelayConfiguration: Sendable {
     public var deadline: DeadlinePolicy
     /// How long the upstream has to answer once the request is forwarded.
     public var upstreamTimeout: Duration
+    /// Certificate authorities (PEM) trusted for the upstreams instead of the system's.
+    public var upstreamCA: String?
     /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
     public var maxBodyBytes: Int
     /// When the relay holds the team's key: every APNs request is sent with the relay's own

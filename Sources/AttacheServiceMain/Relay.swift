@@ -45,6 +45,9 @@ struct Relay: AsyncParsableCommand {
     @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
     var upstreamTimeout: Duration?
 
+    @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
+    var upstreamCa: String?
+
     @Option(help: "The team's APNs signing key (.p8): the relay signs its own provider tokens and sends them instead of the client's authorization; with --apns-key-id and --apns-team-id [ATTACHE_APNS_KEY].")
     var apnsKey: String?
 
@@ -90,6 +93,7 @@ struct Relay: AsyncParsableCommand {
         }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
+        relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
         let keyPath = settings.string(apnsKey, "ATTACHE_APNS_KEY")
         let keyID = settings.string(apnsKeyId, "ATTACHE_APNS_KEY_ID")
         let teamID = settings.string(apnsTeamId, "ATTACHE_APNS_TEAM_ID")
@@ -119,7 +123,7 @@ struct Relay: AsyncParsableCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path)
+        let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path, caFile: setup.relay.upstreamCA)
         defer { forwarder.shutdown() }
         var services: [any Service] = [EnrichmentService(enrichment)]
         services.append(try buildRelayApplication(configuration: setup.relay, enrichment: enrichment, forwarder: forwarder, logger: logger))

@@ -67,6 +67,7 @@ CURLcode attache_curl_setopt_data_fn(CURL *h, CURLoption o, attache_curl_data_fn
 CURLcode attache_curl_setopt_opensocket_fn(CURL *h, attache_curl_opensocket_fn v) {
     return C(curl_easy_setopt)(h, CURLOPT_OPENSOCKETFUNCTION, v);
 }
+CURLcode attache_curl_setopt_seek_fn(CURL *h, attache_curl_seek_fn v) { return C(curl_easy_setopt)(h, CURLOPT_SEEKFUNCTION, v); }
 CURLcode attache_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return C(curl_easy_getinfo)(h, i, v); }
 CURLcode attache_curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) { return C(curl_easy_getinfo)(h, i, v); }
 CURLcode attache_curl_getinfo_str(CURL *h, CURLINFO i, char **v) { return C(curl_easy_getinfo)(h, i, v); }

@@ -13,14 +13,8 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 command -v nghttpd > /dev/null || { echo "FAIL: no nghttpd: run make test-deps"; exit 1; }
 
-# The CA and the relay's certificate (P-256, for 127.0.0.1 and localhost).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" \
-  -days 1 -subj "/CN=Attache test CA" 2> /dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/relay.key" -out "$tmp/relay.csr" \
-  -subj "/CN=localhost" 2> /dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$tmp/san.ext"
-openssl x509 -req -in "$tmp/relay.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial -days 1 \
-  -extfile "$tmp/san.ext" -out "$tmp/relay.pem" 2> /dev/null
+# The CA and the relay's certificate.
+Tests/cli/test-ca.sh "$tmp"
 
 start_origin
 pids+=("$origin")
@@ -41,7 +35,7 @@ start_relay() {  # log name, options... → $rport, $relay
   for _ in $(seq 100); do grep -q 'listening' "$tmp/$name.log" 2>/dev/null && break; sleep 0.05; done
 }
 
-start_relay tls --tls-certificate "$tmp/relay.pem" --tls-key "$tmp/relay.key" --apns-upstream "http://127.0.0.1:$uport"
+start_relay tls --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$uport"
 url="https://127.0.0.1:$rport/3/device/abc"
 plain='{"aps":{"alert":"plain"},"n":1.50}'
 apns=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
@@ -75,7 +69,7 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$tmp/apns-double.log" 2>/dev/null && break; sleep 0.05; done
   kill -TERM "$relay"; wait "$relay"
-  start_relay tls2 --tls-certificate "$tmp/relay.pem" --tls-key "$tmp/relay.key" --apns-upstream "http://127.0.0.1:$aport"
+  start_relay tls2 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/AuthKey.p8" 2> /dev/null
   sent=$("$python" Tests/cli/apns.py send "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$media" 2>&1 | tail -1)
   check "aioapns through the relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"

@@ -15,6 +15,7 @@ int attache_curl_load(char *message, size_t size);
 
 typedef size_t (*attache_curl_data_fn)(char *, size_t, size_t, void *);
 typedef curl_socket_t (*attache_curl_opensocket_fn)(void *, curlsocktype, struct curl_sockaddr *);
+typedef int (*attache_curl_seek_fn)(void *, curl_off_t, int);
 
 CURL *attache_curl_easy_init(void);
 void attache_curl_easy_cleanup(CURL *h);
@@ -26,6 +27,7 @@ CURLcode attache_curl_setopt_str(CURL *h, CURLoption o, const char *v);
 CURLcode attache_curl_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v);
 CURLcode attache_curl_setopt_data_fn(CURL *h, CURLoption o, attache_curl_data_fn v);
 CURLcode attache_curl_setopt_opensocket_fn(CURL *h, attache_curl_opensocket_fn v);
+CURLcode attache_curl_setopt_seek_fn(CURL *h, attache_curl_seek_fn v);
 CURLcode attache_curl_getinfo_long(CURL *h, CURLINFO i, long *v);
 CURLcode attache_curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v);
 CURLcode attache_curl_getinfo_str(CURL *h, CURLINFO i, char **v);
