@@ -18,7 +18,32 @@ public struct ProcessOptionGroup: ParsableArguments {
     }
 }
 
-/// The media cache of the long-running commands (the service, the worker).
+/// Where a long-running command listens (the worker: its metrics port).
+public struct HostOptionGroup: ParsableArguments {
+    @Option(help: "Address to listen on (the worker's: its metrics port's) [ATTACHE_HOST, default 127.0.0.1].")
+    var host: String?
+
+    public init() {}
+
+    public func host(_ settings: Settings) -> String {
+        settings.string(host, "ATTACHE_HOST", default: "127.0.0.1")
+    }
+}
+
+/// `/healthz` and `/metrics` on a port of their own (the worker, the relay).
+public struct MetricsPortOptionGroup: ParsableArguments {
+    @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
+    var metricsPort: Int?
+
+    public init() {}
+
+    /// Nil: no metrics port.
+    public func port(_ settings: Settings) throws -> Int? {
+        try settings.int(metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
+    }
+}
+
+/// The media cache of the long-running commands (the service, the worker, the relay).
 public struct CacheOptionGroup: ParsableArguments {
     @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)
     var cacheTTL: Duration?

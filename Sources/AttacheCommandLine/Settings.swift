@@ -106,29 +106,31 @@ public struct Settings: Sendable {
 
     /// Comma-separated values of the variable after the flag's (repeatable flags add up).
     public func list(_ flag: [String], _ variable: String) -> [String] {
-        let fromVariable = source.value(of: variable)?.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty } ?? []
+        let fromVariable = items(of: variable)
         let values = flag + fromVariable
         note(variable, values.joined(separator: ","), !flag.isEmpty, !fromVariable.isEmpty)
         return values
     }
 
     public func int(_ flag: Int?, _ variable: String, option: String, default value: Int, in range: ClosedRange<Int>) throws -> Int {
-        let given = try flag ?? parsed(variable, as: "a whole number") { Int($0) }
-        let resolved = given ?? value
-        guard range.contains(resolved) else {
-            throw ValidationError("\(origin(flag != nil, option, variable)) must be between \(range.lowerBound) and \(range.upperBound) (got \(resolved))")
-        }
-        note(variable, String(resolved), flag != nil, given != nil)
-        return resolved
+        let given = try givenInt(flag, variable, option: option, in: range)
+        note(variable, String(given ?? value), flag != nil, given != nil)
+        return given ?? value
     }
 
     /// An optional whole number: nil when neither the flag nor the variable gives one.
     public func int(_ flag: Int?, _ variable: String, option: String, in range: ClosedRange<Int>) throws -> Int? {
+        let given = try givenInt(flag, variable, option: option, in: range)
+        note(variable, given.map(String.init) ?? "", flag != nil, given != nil)
+        return given
+    }
+
+    /// The flag's or the variable's whole number, refused outside `range`.
+    private func givenInt(_ flag: Int?, _ variable: String, option: String, in range: ClosedRange<Int>) throws -> Int? {
         let given = try flag ?? parsed(variable, as: "a whole number") { Int($0) }
         if let given, !range.contains(given) {
             throw ValidationError("\(origin(flag != nil, option, variable)) must be between \(range.lowerBound) and \(range.upperBound) (got \(given))")
         }
-        note(variable, given.map(String.init) ?? "", flag != nil, given != nil)
         return given
     }
 
@@ -160,8 +162,7 @@ public struct Settings: Sendable {
     }
 
     public func cidrs(_ flag: [CIDR], _ variable: String) throws -> [CIDR] {
-        let fromVariable = source.value(of: variable)?.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty } ?? []
-        let parsed = try fromVariable.map { text in
+        let parsed = try items(of: variable).map { text in
             guard let cidr = CIDR(text) else { throw ValidationError("\(variable): \"\(text)\" is not an address or CIDR") }
             return cidr
         }
@@ -172,6 +173,11 @@ public struct Settings: Sendable {
     /// Notes a value read outside these readers (the AWS variables a bucket store reads).
     public func noteRead(_ variable: String, _ value: String?) {
         note(variable, value ?? "", false, value != nil)
+    }
+
+    /// A variable's comma-separated values, blanks dropped.
+    private func items(of variable: String) -> [String] {
+        source.value(of: variable)?.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty } ?? []
     }
 
     private func note(_ variable: String, _ value: String, _ fromFlag: Bool, _ given: Bool) {

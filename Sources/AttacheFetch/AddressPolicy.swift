@@ -10,6 +10,10 @@ public struct AddressPolicy: Sendable {
         self.allowed = allowed
     }
 
+    /// Every address allowed: for traffic to a configured endpoint (an object store, the relay's
+    /// upstream), never for a URL a payload names.
+    public static let anyAddress = AddressPolicy(allowed: [CIDR("0.0.0.0/0")!, CIDR("::/0")!])
+
     public enum Verdict: Sendable, Equatable {
         case allow
         /// Denied, with the name of the special-purpose range that matched.

@@ -175,18 +175,12 @@ final class CurlTransfer: @unchecked Sendable {
         case .head: try setLong(CURLOPT_NOBODY, 1)
         case .put:
             try setLong(CURLOPT_UPLOAD, 1)
-            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(try openUpload())), "setopt")
-            try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
-            try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
-            try configureRewind()
+            try configureUpload(lengthOption: CURLOPT_INFILESIZE_LARGE)
             // curl's own `Expect: 100-continue` stays: removing it ("Expect:") leaves it among
             // the headers curl 7.88 signs, and S3 then refuses the signature.
         case .post:
             try setLong(CURLOPT_POST, 1)
-            try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(try openUpload())), "setopt")
-            try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
-            try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
-            try configureRewind()
+            try configureUpload(lengthOption: CURLOPT_POSTFIELDSIZE_LARGE)
         }
         if request.http2Only && request.url.hasPrefix("http://") {
             // libcurl 7.88.1 (Debian 12's) fails the next request on a reused prior-knowledge
@@ -216,11 +210,16 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// Lets curl send the body again from the start: an HTTP/2 upstream that refuses a stream (past
-    /// its concurrency limit, or at GOAWAY) is answered by a retry, which needs the body rewound; a
-    /// read callback alone makes that retry fail (`CURLE_SEND_FAIL_REWIND`).
-    private func configureRewind() throws {
-        try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_SEEKDATA, Unmanaged.passUnretained(self).toOpaque()), "setopt")
+    /// The body of a PUT or a POST, read from `request.upload` as curl asks for it, its length given
+    /// with `lengthOption`. It can be rewound: an HTTP/2 upstream that refuses a stream (past its
+    /// concurrency limit, or at GOAWAY) is answered by a retry, which needs the body from its start;
+    /// a read callback alone makes that retry fail (`CURLE_SEND_FAIL_REWIND`).
+    private func configureUpload(lengthOption: CURLoption) throws {
+        let this = Unmanaged.passUnretained(self).toOpaque()
+        try curlCheck(attache_curl_setopt_off_t(easy, lengthOption, curl_off_t(try openUpload())), "setopt")
+        try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_READDATA, this), "setopt")
+        try curlCheck(attache_curl_setopt_data_fn(easy, CURLOPT_READFUNCTION, curlRead), "setopt")
+        try curlCheck(attache_curl_setopt_ptr(easy, CURLOPT_SEEKDATA, this), "setopt")
         try curlCheck(attache_curl_setopt_seek_fn(easy, curlSeek), "setopt")
     }
 

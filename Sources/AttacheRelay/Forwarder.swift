@@ -27,7 +27,7 @@ public struct Forwarder: Sendable {
     /// upstream, a double with a test CA).
     public init(tempDirectory: String, caFile: String? = nil) throws {
         engine = try FetchEngine(configuration: .init(
-            policy: AddressPolicy(allowed: [CIDR("0.0.0.0/0")!, CIDR("::/0")!]), tempDirectory: tempDirectory, caFile: caFile
+            policy: .anyAddress, tempDirectory: tempDirectory, caFile: caFile
         ))
     }
 

@@ -107,7 +107,7 @@ struct RelayController: Sendable {
     /// The body to forward and the outcome to tell the client. Only a body that names
     /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
     func enriched(_ bytes: [UInt8], budget: Duration) async -> (body: [UInt8], outcome: String) {
-        guard Self.mentionsMutableContent(bytes) else {
+        guard bytes.contains(Self.gate) else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
             return (bytes, Emission.outcomeHeader(.passthrough, .notMutable))
         }
@@ -122,9 +122,6 @@ struct RelayController: Sendable {
         }
     }
 
-    static func mentionsMutableContent(_ bytes: [UInt8]) -> Bool {
-        let needle = Array("mutable-content".utf8)
-        guard bytes.count >= needle.count else { return false }
-        return (0...(bytes.count - needle.count)).contains { i in bytes[i..<(i + needle.count)].elementsEqual(needle) }
-    }
+    /// What a body must contain to be parsed at all.
+    static let gate = Array("mutable-content".utf8)
 }

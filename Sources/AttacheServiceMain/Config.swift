@@ -30,15 +30,9 @@ struct Config: AsyncParsableCommand {
     func run() async throws {
         let record = SettingsRecord()
         switch command {
-        case .serve:
-            let serve = try Serve.parse(arguments)
-            _ = try serve.configure(try await .forService(configFile: serve.process.configFile, recording: record))
-        case .worker:
-            let worker = try Worker.parse(arguments)
-            _ = try worker.configure(try await .forService(configFile: worker.process.configFile, recording: record))
-        case .relay:
-            let relay = try Relay.parse(arguments)
-            _ = try relay.configure(try await .forService(configFile: relay.process.configFile, recording: record))
+        case .serve: _ = try await Serve.parse(arguments).setUp(recording: record)
+        case .worker: _ = try await Worker.parse(arguments).setUp(recording: record)
+        case .relay: _ = try await Relay.parse(arguments).setUp(recording: record)
         case .enrich:
             // What the one-shot commands read: the environment as they see it (no file).
             let settings = Settings(ProcessEnvironment(), record: record)

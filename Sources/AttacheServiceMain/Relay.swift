@@ -8,7 +8,7 @@ import AttacheSupport
 import Logging
 import ServiceLifecycle
 
-struct Relay: AsyncParsableCommand {
+struct Relay: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache relay",
         abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",
@@ -24,8 +24,7 @@ struct Relay: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "Address to listen on [ATTACHE_HOST, default 127.0.0.1].")
-    var host: String?
+    @OptionGroup var host: HostOptionGroup
 
     @Option(help: "Port [ATTACHE_PORT, default 8443].")
     var port: Int?
@@ -57,8 +56,7 @@ struct Relay: AsyncParsableCommand {
     @Option(help: "The team id [ATTACHE_APNS_TEAM_ID].")
     var apnsTeamId: String?
 
-    @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
-    var metricsPort: Int?
+    @OptionGroup var metrics: MetricsPortOptionGroup
 
     @OptionGroup var process: ProcessOptionGroup
 
@@ -76,7 +74,7 @@ struct Relay: AsyncParsableCommand {
     func configure(_ settings: Settings) throws -> Setup {
         let logFormat = try process.format(settings)
         var relay = RelayConfiguration()
-        relay.host = settings.string(host, "ATTACHE_HOST", default: relay.host)
+        relay.host = host.host(settings)
         relay.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: relay.port, in: 0...65535)
         let certificate = settings.string(tlsCertificate, "ATTACHE_TLS_CERTIFICATE")
         let key = settings.string(tlsKey, "ATTACHE_TLS_KEY")
@@ -110,16 +108,15 @@ struct Relay: AsyncParsableCommand {
         default:
             throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
         }
-        let metricsPort = try settings.int(self.metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
+        let metricsPort = try metrics.port(settings)
         var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         relay.deadline = options.deadlinePolicy
-        try settings.checkConfigurationFile()
         return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort)
     }
 
     func run() async throws {
-        let setup = try configure(try await .forService(configFile: process.configFile))
+        let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)

@@ -14,7 +14,7 @@ internal import CMalloc
 import Glibc
 #endif
 
-struct Serve: AsyncParsableCommand {
+struct Serve: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache serve",
         abstract: "Run the enrichment service that push pipelines call per message.",
@@ -28,8 +28,7 @@ struct Serve: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "Address to listen on [ATTACHE_HOST, default 127.0.0.1].")
-    var host: String?
+    @OptionGroup var host: HostOptionGroup
 
     @Option(help: "Port [ATTACHE_PORT, default 8080].")
     var port: Int?
@@ -69,7 +68,7 @@ struct Serve: AsyncParsableCommand {
     func configure(_ settings: Settings) throws -> Setup {
         let logFormat = try process.format(settings)
         var server = ServerConfiguration()
-        server.host = settings.string(host, "ATTACHE_HOST", default: server.host)
+        server.host = host.host(settings)
         server.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: server.port, in: 0...65535)
         server.tokens = settings.list(token, "ATTACHE_TOKENS")
         server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
@@ -85,12 +84,11 @@ struct Serve: AsyncParsableCommand {
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
         server.store = options.store
-        try settings.checkConfigurationFile()
         return Setup(server: server, options: options, logFormat: logFormat)
     }
 
     func run() async throws {
-        let setup = try configure(try await .forService(configFile: process.configFile))
+        let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.server")
         let server = setup.server

@@ -5,12 +5,29 @@ import Configuration
 import Synchronization
 import SystemPackage
 
+/// The long-running commands (serve, worker, relay): each reads its settings in `configure`, which
+/// its `run` and `attache config` share.
+protocol LongRunningCommand: AsyncParsableCommand {
+    associatedtype Setup
+    var process: ProcessOptionGroup { get }
+    func configure(_ settings: Settings) throws -> Setup
+}
+
+extension LongRunningCommand {
+    /// What the command runs with: its flags, then the environment, then the configuration file.
+    func setUp(recording record: SettingsRecord? = nil) async throws -> Setup {
+        try configure(try await .forService(configFile: process.configFile, recording: record))
+    }
+}
+
 extension Settings {
-    /// The service's and the worker's settings: a flag wins, then the environment, then the
+    /// The long-running commands' settings: a flag wins, then the environment, then the
     /// configuration file `--config-file` or `ATTACHE_CONFIG_FILE` names (an environment file:
     /// `ATTACHE_PORT=8080` lines, as a Kubernetes Secret or a compose `env_file` holds them), then
     /// the default, all read through swift-configuration. A file that cannot be read, or that
-    /// names a setting neither command reads (`checkConfigurationFile`), stops the start with an error.
+    /// names a setting none of the long-running commands reads, stops the start with an error: a
+    /// misspelt name would otherwise be silently ignored. (One file may serve them all: the worker
+    /// does not refuse the service's port.)
     static func forService(configFile flag: String?, recording record: SettingsRecord? = nil) async throws -> Settings {
         let environment = ConfigReader(provider: EnvironmentVariablesProvider(secretsSpecifier: .specific(SettingsRecord.secrets)))
         let plain = Settings(ConfigurationSource(environment: environment), record: record)
@@ -22,23 +39,15 @@ extension Settings {
         } catch {
             throw ValidationError("the configuration file \(path) cannot be read: \(error)")
         }
-        let names = try ConfigurationSource.names(inFile: path)
-        return Settings(ConfigurationSource(environment: environment, file: ConfigReader(provider: file), fileNames: names, path: path),
-                        record: record)
+        let known = longRunningSettings
+        if let unknown = try ConfigurationSource.names(inFile: path).first(where: { $0.name.hasPrefix("ATTACHE_") && !known.contains($0.name) }) {
+            throw ValidationError("the configuration file \(path) names \(unknown.name) (line \(unknown.line)), which is not a setting: see docs/operations.md")
+        }
+        return Settings(ConfigurationSource(environment: environment, file: ConfigReader(provider: file)), record: record)
     }
 
-    /// A name in the configuration file that none of the long-running commands (service, worker,
-    /// relay) reads is a mistake: a misspelt setting would otherwise be silently ignored. (One file
-    /// may serve them all: the worker does not refuse the service's port.)
-    func checkConfigurationFile() throws {
-        guard let source = source as? ConfigurationSource, source.file != nil else { return }
-        let known = Self.longRunningSettings
-        guard let unknown = source.fileNames.first(where: { $0.name.hasPrefix("ATTACHE_") && !known.contains($0.name) }) else { return }
-        throw ValidationError("the configuration file \(source.path ?? "") names \(unknown.name) (line \(unknown.line)), which is not a setting: see docs/operations.md")
-    }
-
-    /// Every name the service, the worker and the relay read: their own readers, run against a source that
-    /// answers nothing (every `ATTACHE_*` read is unconditional, so each is asked for).
+    /// Every name the service, the worker and the relay read: their own readers, run against a
+    /// source that answers nothing (every `ATTACHE_*` read is unconditional, so each is asked for).
     static let longRunningSettings: Set<String> = {
         let names = NameCollector()
         _ = try? Serve.parse([]).configure(Settings(names))
@@ -63,17 +72,7 @@ private final class NameCollector: SettingsSource {
 /// hold the same names.
 struct ConfigurationSource: SettingsSource {
     let environment: ConfigReader
-    let file: ConfigReader?
-    /// The names the file sets, with their lines.
-    let fileNames: [(name: String, line: Int)]
-    let path: String?
-
-    init(environment: ConfigReader, file: ConfigReader? = nil, fileNames: [(name: String, line: Int)] = [], path: String? = nil) {
-        self.environment = environment
-        self.file = file
-        self.fileNames = fileNames
-        self.path = path
-    }
+    var file: ConfigReader?
 
     func value(of variable: String) -> String? {
         read(environment, variable) ?? file.flatMap { read($0, variable) }

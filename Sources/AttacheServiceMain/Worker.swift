@@ -7,7 +7,7 @@ import AttacheQueueWorker
 import Logging
 import ServiceLifecycle
 
-struct Worker: AsyncParsableCommand {
+struct Worker: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache worker",
         abstract: "Take payloads off a NATS JetStream stream, enrich each, and publish one payload out per payload in.",
@@ -64,11 +64,9 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Deliveries of one message before the stream gives up, when the consumer is made [ATTACHE_MAX_DELIVER, default 10].")
     var maxDeliver: Int?
 
-    @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")
-    var metricsPort: Int?
+    @OptionGroup var metrics: MetricsPortOptionGroup
 
-    @Option(help: "Address of the metrics port [ATTACHE_HOST, default 127.0.0.1].")
-    var host: String?
+    @OptionGroup var host: HostOptionGroup
 
     @OptionGroup var process: ProcessOptionGroup
 
@@ -105,18 +103,17 @@ struct Worker: AsyncParsableCommand {
         queue.concurrency = try settings.int(concurrency, "ATTACHE_CONCURRENCY", option: "--concurrency", default: queue.concurrency, in: 1...10_000)
         queue.ackWait = try settings.duration(ackWait, "ATTACHE_ACK_WAIT", option: "--ack-wait", default: queue.ackWait)
         queue.maxDeliver = try settings.int(maxDeliver, "ATTACHE_MAX_DELIVER", option: "--max-deliver", default: queue.maxDeliver, in: 1...1000)
-        let probePort = try settings.int(metricsPort, "ATTACHE_METRICS_PORT", option: "--metrics-port", in: 1...65535)
-        let probeHost = settings.string(host, "ATTACHE_HOST", default: "127.0.0.1")
+        let probePort = try metrics.port(settings)
+        let probeHost = host.host(settings)
 
         var options = try enrich.options(settings)
         options.cache = try cache.configuration(settings)
         queue.deadline = options.deadlinePolicy
-        try settings.checkConfigurationFile()
         return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) })
     }
 
     func run() async throws {
-        let setup = try configure(try await .forService(configFile: process.configFile))
+        let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue
