@@ -1,16 +1,17 @@
-import AttacheFetch
+import AttacheSupport
+import NIOCore
+import NIOSSL
 
-/// Sends a request on to Apple or Google and brings back what they answered. libcurl's multi
-/// handle (the fetch engine's) runs it over HTTP/2, waiting for an open connection to the same
-/// upstream and multiplexing on it, so many notifications share few long-lived connections, as
-/// Apple asks of providers. The upstream is configured, not named by a request: no address policy.
+/// Sends a request on to Apple or Google and brings back what they answered, over HTTP/2 on a few
+/// long-lived connections per upstream (`UpstreamConnections`). The upstreams are configured, not
+/// named by a request: no address policy applies.
 public struct Forwarder: Sendable {
     /// What the upstream answered.
     public struct Answer: Sendable {
         public var status: Int
         /// The response fields a client of Apple's or Google's reads (`apns-id`, …).
         public var headers: [(name: String, value: String)]
-        public var body: [UInt8]
+        public var body: ByteBuffer
     }
 
     /// The response fields passed back to the client.
@@ -21,38 +22,53 @@ public struct Forwarder: Sendable {
         "expect", "attache-deadline-ms",
     ]
 
-    let engine: FetchEngine
+    let apns: UpstreamConnections
+    let fcm: UpstreamConnections
+    let apnsPrefix: String
+    let fcmPrefix: String
 
-    /// `caFile`: the authorities to trust for the upstream instead of the system's (a private
-    /// upstream, a double with a test CA).
-    public init(tempDirectory: String, caFile: String? = nil) throws {
-        engine = try FetchEngine(configuration: .init(
-            policy: .anyAddress, tempDirectory: tempDirectory, caFile: caFile
-        ))
+    /// Connections to `configuration`'s upstreams, trusting its `upstreamCA` when given and
+    /// presenting its APNs client certificate to Apple when given. Nothing is opened until the
+    /// first request.
+    public init(configuration: RelayConfiguration) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let ca = configuration.upstreamCA { tls.trustRoots = .file(ca) }
+        var apnsTLS = tls
+        if let identity = configuration.apnsCertificate {
+            apnsTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(identity.certificatePath).map { .certificate($0) }
+            apnsTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.keyPath, format: .pem))
+        }
+        let connections = max(2, System.coreCount)
+        func origin(_ url: String) throws -> (UpstreamConnections.Origin, String) {
+            guard let origin = UpstreamConnections.Origin(url: url) else { throw RelayConfiguration.InvalidUpstream(url: url) }
+            let path = url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }
+            return (origin, String(path).withoutTrailingSlash)
+        }
+        let (apnsOrigin, apnsPrefix) = try origin(configuration.apnsUpstream)
+        let (fcmOrigin, fcmPrefix) = try origin(configuration.fcmUpstream)
+        apns = try UpstreamConnections(origin: apnsOrigin, tls: apnsTLS, connections: connections)
+        fcm = try UpstreamConnections(origin: fcmOrigin, tls: tls, connections: connections)
+        self.apnsPrefix = apnsPrefix
+        self.fcmPrefix = fcmPrefix
     }
 
     /// `fields` are the client's request fields (lower-case names), passed on but for the hop's
-    /// own; fields curl would add of itself (Accept, a form Content-Type, User-Agent) are not
-    /// added, so the upstream sees what the client sent.
-    public func forward(_ url: String, fields: [(name: String, value: String)], body: [UInt8],
-                        timeout: Duration) async throws -> Answer {
-        var request = FetchRequest(url: url, maxBytes: 1 << 20)
-        request.method = .post
-        request.upload = .bytes(body)
-        request.http2Only = true
-        request.followRedirects = false
-        request.errorStatusIsAnswer = true
-        request.keepHeaders = Self.answeredFields
-        let passed = fields.filter { !Self.hopFields.contains($0.name) }
-        request.headers = passed.map { "\($0.name): \($0.value)" }
-        for curlDefault in ["accept", "content-type", "user-agent"] where !passed.contains(where: { $0.name == curlDefault }) {
-            request.headers.append("\(curlDefault):")
-        }
-        let result = try await engine.fetch(request, deadline: .now + timeout)
-        return Answer(status: result.status, headers: result.headers, body: try result.body.readAll())
+    /// own; the upstream sees what the client sent.
+    func forward(_ provider: Provider, path: String, fields: [(name: String, value: String)], body: ByteBuffer,
+                 timeout: Duration) async throws -> Answer {
+        let upstream = provider == .apns ? apns : fcm
+        let exchange = UpstreamConnections.Exchange(
+            path: (provider == .apns ? apnsPrefix : fcmPrefix) + path,
+            fields: fields.filter { !Self.hopFields.contains($0.name) },
+            body: body
+        )
+        var answer = try await upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds)))
+        answer.headers.removeAll { !Self.answeredFields.contains($0.name) }
+        return answer
     }
 
     public func shutdown() {
-        engine.shutdown()
+        apns.shutdown()
+        fcm.shutdown()
     }
 }

@@ -30,7 +30,7 @@ public func buildRelayApplication(
 }
 
 /// The relay's certificate chain and key from PEM files; ALPN `h2`, then `http/1.1`.
-func tlsConfiguration(_ tls: RelayConfiguration.TLS) throws -> TLSConfiguration {
+func tlsConfiguration(_ tls: RelayConfiguration.Identity) throws -> TLSConfiguration {
     let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
     let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
     var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))

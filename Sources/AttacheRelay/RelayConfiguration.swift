@@ -3,8 +3,9 @@ import Attache
 /// What `attache relay` runs with: where it listens, how (HTTP/2 with prior knowledge in clear
 /// text, or TLS with ALPN), and where it forwards.
 public struct RelayConfiguration: Sendable {
-    /// The relay's own certificate and key (PEM files): TLS with ALPN `h2` and `http/1.1`.
-    public struct TLS: Sendable {
+    /// A certificate chain and its private key, as PEM files: the relay's own (its TLS, ALPN `h2`
+    /// and `http/1.1`), or the provider's client certificate it presents to Apple.
+    public struct Identity: Sendable {
         public var certificatePath: String
         public var keyPath: String
 
@@ -21,7 +22,7 @@ public struct RelayConfiguration: Sendable {
     public var host: String
     public var port: Int
     /// Nil: HTTP/2 with prior knowledge in clear text (a sidecar on loopback).
-    public var tls: TLS?
+    public var tls: Identity?
     /// Where `POST /3/device/…` goes: Apple's production host, its sandbox, or any URL (a double).
     public var apnsUpstream: String
     /// Where `POST /v1/projects/…/messages:send` goes.
@@ -34,11 +35,14 @@ public struct RelayConfiguration: Sendable {
     public var upstreamCA: String?
     /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
     public var maxBodyBytes: Int
+    /// Certificate-based APNs authentication: the provider's client certificate, presented to
+    /// Apple on every APNs connection.
+    public var apnsCertificate: Identity?
     /// When the relay holds the team's key: every APNs request is sent with the relay's own
     /// provider token instead of the client's `authorization`. Nil: the client's goes through.
     public var apnsToken: ProviderToken?
 
-    public init(host: String = "127.0.0.1", port: Int = 8443, tls: TLS? = nil,
+    public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,
                 deadline: DeadlinePolicy = .service, upstreamTimeout: Duration = .seconds(10), maxBodyBytes: Int = 64 * 1024) {
         self.host = host
@@ -49,5 +53,15 @@ public struct RelayConfiguration: Sendable {
         self.deadline = deadline
         self.upstreamTimeout = upstreamTimeout
         self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// An upstream is an `http` or `https` URL with a host and, if any, a port.
+    public static func isUpstreamURL(_ url: String) -> Bool {
+        UpstreamConnections.Origin(url: url) != nil
+    }
+
+    struct InvalidUpstream: Error, CustomStringConvertible {
+        var url: String
+        var description: String { "not an upstream URL: \(url)" }
     }
 }

@@ -53,10 +53,8 @@ struct RelayController: Sendable {
     let logger: Logger
 
     func register(on router: some RouterMethods<BasicRequestContext>) {
-        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns, upstream: configuration.apnsUpstream) }
-        router.post("/v1/projects/:project/messages:send") { request, _ in
-            await relay(request, provider: .fcm, upstream: configuration.fcmUpstream)
-        }
+        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns) }
+        router.post("/v1/projects/:project/messages:send") { request, _ in await relay(request, provider: .fcm) }
         for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
             router.on("/3/device/:token", method: method) { _, _ in Provider.apns.error(.methodNotAllowed, "MethodNotAllowed") }
             router.on("/v1/projects/:project/messages:send", method: method) { _, _ in
@@ -65,15 +63,15 @@ struct RelayController: Sendable {
         }
     }
 
-    func relay(_ request: Request, provider: Provider, upstream: String) async -> Response {
-        let bytes: [UInt8]
+    func relay(_ request: Request, provider: Provider) async -> Response {
+        let received: ByteBuffer
         do {
-            bytes = Array(buffer: try await request.body.collect(upTo: configuration.maxBodyBytes))
+            received = try await request.body.collect(upTo: configuration.maxBodyBytes)
         } catch {
             return provider.error(.contentTooLarge, "PayloadTooLarge")
         }
         let budget = configuration.deadline.budget(header: request.headers[.attacheDeadline])
-        let (body, outcome) = await enriched(bytes, budget: budget)
+        let (body, outcome) = await enriched(received, budget: budget)
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
         if provider == .apns, let token = configuration.apnsToken {
@@ -85,10 +83,10 @@ struct RelayController: Sendable {
                 return provider.error(.internalServerError, "InternalServerError", outcome: outcome, budget: budget)
             }
         }
-        let url = upstream.withoutTrailingSlash + request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
         do {
-            answer = try await forwarder.forward(url, fields: fields, body: body, timeout: configuration.upstreamTimeout)
+            answer = try await forwarder.forward(provider, path: path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
         } catch {
             logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
@@ -101,26 +99,29 @@ struct RelayController: Sendable {
         }
         headers[.attacheOutcome] = outcome
         headers[.attacheDeadline] = String(Int(budget.milliseconds))
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: answer.body))
     }
 
     /// The body to forward and the outcome to tell the client. Only a body that names
     /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
-    func enriched(_ bytes: [UInt8], budget: Duration) async -> (body: [UInt8], outcome: String) {
-        guard bytes.contains(Self.gate) else {
+    func enriched(_ received: ByteBuffer, budget: Duration) async -> (body: ByteBuffer, outcome: String) {
+        let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) }
+        guard gated else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
-            return (bytes, Emission.outcomeHeader(.passthrough, .notMutable))
+            return (received, Self.notMutable)
         }
         do {
-            let emission = try await enrichment.enrich(bytes, identifier: "relay", deadline: budget, logger: logger)
+            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger)
             metrics.request(emission.report)
-            return (emission.bytes, emission.outcomeHeader)
+            return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
         } catch {
             // Not a JSON object: Apple or Google says what is wrong with it, as they would.
             metrics.request(outcome: .fallback, reason: .invalidPayload)
-            return (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
+            return (received, Emission.outcomeHeader(.fallback, .invalidPayload))
         }
     }
+
+    static let notMutable = Emission.outcomeHeader(.passthrough, .notMutable)
 
     /// What a body must contain to be parsed at all.
     static let gate = Array("mutable-content".utf8)

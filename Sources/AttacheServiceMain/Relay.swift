@@ -47,6 +47,12 @@ struct Relay: LongRunningCommand {
     @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
     var upstreamCa: String?
 
+    @Option(help: "Certificate-based APNs authentication: the provider's client certificate (PEM), presented to Apple on every APNs connection; with --apns-certificate-key [ATTACHE_APNS_CERTIFICATE].")
+    var apnsCertificate: String?
+
+    @Option(help: "The key of that certificate, PEM (openssl pkcs12 -nodes turns Apple's .p12 into both) [ATTACHE_APNS_CERTIFICATE_KEY].")
+    var apnsCertificateKey: String?
+
     @Option(help: "The team's APNs signing key (.p8): the relay signs its own provider tokens and sends them instead of the client's authorization; with --apns-key-id and --apns-team-id [ATTACHE_APNS_KEY].")
     var apnsKey: String?
 
@@ -86,12 +92,17 @@ struct Relay: LongRunningCommand {
         let apns = settings.string(apnsUpstream, "ATTACHE_APNS_UPSTREAM", default: "production")
         relay.apnsUpstream = ["production": RelayConfiguration.apnsProduction, "sandbox": RelayConfiguration.apnsSandbox][apns] ?? apns
         relay.fcmUpstream = settings.string(fcmUpstream, "ATTACHE_FCM_UPSTREAM", default: relay.fcmUpstream)
-        for url in [relay.apnsUpstream, relay.fcmUpstream] where !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
-            throw ValidationError("an upstream is an http(s) URL, production or sandbox: not \(url)")
+        for url in [relay.apnsUpstream, relay.fcmUpstream] where !RelayConfiguration.isUpstreamURL(url) {
+            throw ValidationError("an upstream is an http(s) URL with a host, or production or sandbox for APNs: not \(url)")
         }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
         relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
+        switch (settings.string(apnsCertificate, "ATTACHE_APNS_CERTIFICATE"), settings.string(apnsCertificateKey, "ATTACHE_APNS_CERTIFICATE_KEY")) {
+        case (let certificate?, let key?): relay.apnsCertificate = .init(certificatePath: certificate, keyPath: key)
+        case (nil, nil): relay.apnsCertificate = nil
+        default: throw ValidationError("--apns-certificate and --apns-certificate-key go together")
+        }
         let keyPath = settings.string(apnsKey, "ATTACHE_APNS_KEY")
         let keyID = settings.string(apnsKeyId, "ATTACHE_APNS_KEY_ID")
         let teamID = settings.string(apnsTeamId, "ATTACHE_APNS_TEAM_ID")
@@ -120,7 +131,7 @@ struct Relay: LongRunningCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path, caFile: setup.relay.upstreamCA)
+        let forwarder = try Forwarder(configuration: setup.relay)
         defer { forwarder.shutdown() }
         var services: [any Service] = [EnrichmentService(enrichment)]
         services.append(try buildRelayApplication(configuration: setup.relay, enrichment: enrichment, forwarder: forwarder, logger: logger))

@@ -62,12 +62,10 @@ extension QueueWorkerTests {
             }
         }
         // The relay: its upstream is a closed port, and every answer (a 503 here) says the budget.
-        let forwarder = try Forwarder(tempDirectory: options.mediaDirectory)
+        let relayConfiguration = RelayConfiguration(port: 0, apnsUpstream: "http://127.0.0.1:\(try freePorts(1)[0])", deadline: policy)
+        let forwarder = try Forwarder(configuration: relayConfiguration)
         defer { forwarder.shutdown() }
-        let relay = try buildRelayApplication(
-            configuration: RelayConfiguration(port: 0, apnsUpstream: "http://127.0.0.1:\(try freePorts(1)[0])", deadline: policy),
-            enrichment: enrichment, forwarder: forwarder, logger: Self.quiet
-        )
+        let relay = try buildRelayApplication(configuration: relayConfiguration, enrichment: enrichment, forwarder: forwarder, logger: Self.quiet)
         let relayed = try await relay.test(.live) { client in
             let port = try #require(client.port)
             let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])))

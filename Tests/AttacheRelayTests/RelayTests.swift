@@ -84,12 +84,12 @@ struct RelayHarness {
             options.publicBaseURL = "https://cdn.example.com/m"
             let enrichment = try Enrichment(configuration: options, logger: quiet)
             defer { enrichment.shutdown() }
-            let forwarder = try Forwarder(tempDirectory: enrichment.scratch.path)
-            defer { forwarder.shutdown() }
             var configuration = RelayConfiguration(port: 0, apnsUpstream: upstream, fcmUpstream: upstream,
                                                    deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
                                                    upstreamTimeout: .seconds(5), maxBodyBytes: maxBodyBytes)
             configuration.apnsToken = apnsToken
+            let forwarder = try Forwarder(configuration: configuration)
+            defer { forwarder.shutdown() }
             let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
             try await relay.test(.live) { relayClient in
                 let client = try RelayClient(port: try #require(relayClient.port))

@@ -1,0 +1,386 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// Why a request did not get an answer from the upstream. `unsent` means the upstream is known
+/// not to have acted on it — the connection could not be made, or the upstream refused the stream
+/// (`REFUSED_STREAM`, or a stream above a GOAWAY's last id) — so sending it again cannot make a
+/// duplicate notification; anything else may have been delivered and is not retried.
+public enum UpstreamError: Error, Sendable, CustomStringConvertible {
+    case unsent(String)
+    case noAnswer(String)
+    case timedOut
+    case answerTooLarge
+
+    public var description: String {
+        switch self {
+        case .unsent(let why): "not sent: \(why)"
+        case .noAnswer(let why): "no answer: \(why)"
+        case .timedOut: "the upstream did not answer in time"
+        case .answerTooLarge: "the upstream's answer is larger than 1 MB"
+        }
+    }
+}
+
+/// One upstream origin (scheme, host, port) over HTTP/2: a few long-lived connections, each
+/// carrying many concurrent streams, opened on first use and replaced when the upstream closes
+/// one or sends GOAWAY — as Apple asks of providers ("keep your connections with APNs open
+/// across multiple notifications"). Streams beyond the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`
+/// wait in the HTTP/2 handler's buffer. Everything runs on NIO's event loops: no thread hop and no
+/// copy between the server side and this one.
+final class UpstreamConnections: Sendable {
+    struct Origin: Hashable, Sendable {
+        var tls: Bool
+        var host: String
+        var port: Int
+
+        /// `https://api.push.apple.com`, `http://127.0.0.1:8080/…`: scheme, host and port.
+        init?(url: String) {
+            let tls: Bool
+            let rest: Substring
+            if url.hasPrefix("https://") {
+                tls = true
+                rest = url.dropFirst("https://".count)
+            } else if url.hasPrefix("http://") {
+                tls = false
+                rest = url.dropFirst("http://".count)
+            } else {
+                return nil
+            }
+            let authority = rest.prefix { $0 != "/" }
+            var host = Substring(authority)
+            var port = tls ? 443 : 80
+            if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+                host = authority[authority.index(after: authority.startIndex)..<close]
+                let after = authority[authority.index(after: close)...]
+                if after.hasPrefix(":") {
+                    guard let parsed = Int(after.dropFirst()) else { return nil }
+                    port = parsed
+                }
+            } else if let colon = authority.lastIndex(of: ":") {
+                guard let parsed = Int(authority[authority.index(after: colon)...]) else { return nil }
+                port = parsed
+                host = authority[..<colon]
+            }
+            guard !host.isEmpty, (1...65535).contains(port) else { return nil }
+            self.tls = tls
+            self.host = String(host)
+            self.port = port
+        }
+
+        /// The `:authority` of a request: the host, and the port when it is not the scheme's.
+        var authority: String {
+            let shown = host.contains(":") ? "[\(host)]" : host
+            return port == (tls ? 443 : 80) ? shown : "\(shown):\(port)"
+        }
+    }
+
+    /// A request as the relay forwards it.
+    struct Exchange: Sendable {
+        var path: String
+        var fields: [(name: String, value: String)]
+        var body: ByteBuffer
+    }
+
+    let origin: Origin
+    private let sslContext: NIOSSLContext?
+    private let group: any EventLoopGroup
+
+    private enum Slot {
+        case empty
+        case connecting(attempt: Int, EventLoopFuture<Connection>)
+        case open(Connection)
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var next = 0
+        var attempts = 0
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    /// `tls`: how to reach an `https` origin (trust, a client certificate); ALPN is set to `h2`.
+    init(origin: Origin, tls: TLSConfiguration, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+        self.origin = origin
+        self.group = group
+        var tls = tls
+        tls.applicationProtocols = ["h2"]
+        sslContext = origin.tls ? try NIOSSLContext(configuration: tls) : nil
+        state = NIOLockedValueBox(State(slots: Array(repeating: .empty, count: max(1, connections))))
+    }
+
+    /// Sends one request and returns the upstream's answer. A request the upstream certainly did
+    /// not act on is sent again, on another connection, up to twice.
+    func send(_ exchange: Exchange, deadline: NIODeadline) async throws -> Forwarder.Answer {
+        var attempt = 0
+        while true {
+            do {
+                return try await nextConnection().send(exchange, origin: origin, deadline: deadline)
+            } catch UpstreamError.unsent where attempt < 2 && NIODeadline.now() < deadline {
+                attempt += 1
+            }
+        }
+    }
+
+    /// The connections take turns. A slot whose connection closed or is going away gets a new one.
+    private func nextConnection() async throws -> Connection {
+        enum Choice {
+            case ready(Connection)
+            case wait(EventLoopFuture<Connection>)
+            case started(slot: Int, attempt: Int, EventLoopFuture<Connection>)
+        }
+        let choice = state.withLockedValue { state -> Choice in
+            let slot = state.next % state.slots.count
+            state.next &+= 1
+            switch state.slots[slot] {
+            case .open(let connection) where connection.isUsable:
+                return .ready(connection)
+            case .connecting(_, let future):
+                return .wait(future)
+            case .empty, .open:
+                state.attempts += 1
+                let future = connect()
+                state.slots[slot] = .connecting(attempt: state.attempts, future)
+                return .started(slot: slot, attempt: state.attempts, future)
+            }
+        }
+        switch choice {
+        case .ready(let connection):
+            return connection
+        case .wait(let future):
+            return try await future.get()
+        case .started(let slot, let attempt, let future):
+            // Registered outside the lock: a connect that failed at once completes the future here.
+            future.whenComplete { result in
+                self.state.withLockedValue { state in
+                    guard case .connecting(let current, _) = state.slots[slot], current == attempt else { return }
+                    if case .success(let connection) = result {
+                        state.slots[slot] = .open(connection)
+                    } else {
+                        state.slots[slot] = .empty
+                    }
+                }
+            }
+            return try await future.get()
+        }
+    }
+
+    private func connect() -> EventLoopFuture<Connection> {
+        let sslContext = sslContext
+        let origin = origin
+        let watcher = GoAwayWatcher()
+        return ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let sslContext {
+                        // SNI takes a name, not an address literal.
+                        let name = origin.host.isAddressLiteral ? nil : origin.host
+                        try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: name))
+                    }
+                }
+            }
+            .connect(host: origin.host, port: origin.port)
+            .flatMap { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .client,
+                        connectionConfiguration: .init(),
+                        streamConfiguration: .init()
+                    ) { stream in stream.close() }
+                    try channel.pipeline.syncOperations.addHandler(watcher)
+                    return Connection(channel: channel, multiplexer: multiplexer, watcher: watcher)
+                }
+            }
+            .flatMapErrorThrowing { error in throw UpstreamError.unsent("\(origin.authority): \(error)") }
+    }
+
+    func shutdown() {
+        let slots = state.withLockedValue { state in
+            defer { state.slots = state.slots.map { _ in .empty } }
+            return state.slots
+        }
+        for slot in slots {
+            switch slot {
+            case .open(let connection): connection.channel.close(promise: nil)
+            case .connecting(_, let future): future.whenSuccess { $0.channel.close(promise: nil) }
+            case .empty: break
+            }
+        }
+    }
+}
+
+extension String {
+    /// An IPv4 or IPv6 address written out, as opposed to a name.
+    var isAddressLiteral: Bool {
+        contains(":") || (split(separator: ".").count == 4 && allSatisfy { $0.isNumber || $0 == "." })
+    }
+}
+
+/// One HTTP/2 connection to the upstream.
+final class Connection: Sendable {
+    let channel: any Channel
+    let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+    let watcher: GoAwayWatcher
+
+    init(channel: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, watcher: GoAwayWatcher) {
+        self.channel = channel
+        self.multiplexer = multiplexer
+        self.watcher = watcher
+    }
+
+    /// Open, and the upstream has not asked for new streams to go elsewhere.
+    var isUsable: Bool { channel.isActive && !watcher.goingAway.withLockedValue { $0 } }
+
+    func send(_ exchange: Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) async throws -> Forwarder.Answer {
+        let answer = channel.eventLoop.makePromise(of: Forwarder.Answer.self)
+        let head = {
+            var head = HPACKHeaders()
+            head.reserveCapacity(exchange.fields.count + 5)
+            head.add(name: ":method", value: "POST")
+            head.add(name: ":scheme", value: origin.tls ? "https" : "http")
+            head.add(name: ":authority", value: origin.authority)
+            head.add(name: ":path", value: exchange.path)
+            for (name, value) in exchange.fields { head.add(name: name, value: value) }
+            head.add(name: "content-length", value: String(exchange.body.readableBytes))
+            return head
+        }()
+        let created = channel.eventLoop.makePromise(of: (any Channel).self)
+        multiplexer.createStreamChannel(promise: created) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(
+                    ExchangeHandler(head: head, body: exchange.body, answer: answer, deadline: deadline)
+                )
+            }
+        }
+        created.futureResult.whenFailure { error in answer.fail(UpstreamError.unsent("\(error)")) }
+        return try await answer.futureResult.get()
+    }
+
+    typealias Exchange = UpstreamConnections.Exchange
+}
+
+/// Notes a GOAWAY from the upstream, so that new requests open a new connection while the
+/// streams in flight on this one finish.
+final class GoAwayWatcher: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTP2Frame
+    let goingAway = NIOLockedValueBox(false)
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .goAway = unwrapInboundIn(data).payload {
+            goingAway.withLockedValue { $0 = true }
+        }
+        context.fireChannelRead(data)
+    }
+}
+
+/// One request on its own stream: sends the head and body when the stream opens, gathers the
+/// answer, and ends it with an error the caller can act on.
+final class ExchangeHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    private let head: HPACKHeaders
+    private let body: ByteBuffer
+    private let answer: EventLoopPromise<Forwarder.Answer>
+    private let deadline: NIODeadline
+    private var status: Int?
+    private var fields: [(name: String, value: String)] = []
+    private var received = ByteBuffer()
+    private var written = false
+    private var done = false
+    private var timeout: Scheduled<Void>?
+
+    init(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline) {
+        self.head = head
+        self.body = body
+        self.answer = answer
+        self.deadline = deadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timeout = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.finish(.failure(UpstreamError.timedOut))
+            context.close(promise: nil)
+        }
+        if context.channel.isActive { write(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        write(context: context)
+        context.fireChannelActive()
+    }
+
+    private func write(context: ChannelHandlerContext) {
+        guard !written else { return }
+        written = true
+        let empty = body.readableBytes == 0
+        context.write(wrapOutboundOut(.headers(.init(headers: head, endStream: empty))), promise: nil)
+        if !empty { context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(body), endStream: true))), promise: nil) }
+        context.flush()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let headers):
+            if status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
+                status = code
+                for (name, value, _) in headers.headers where !name.hasPrefix(":") {
+                    fields.append((name: name, value: value))
+                }
+            }
+            if headers.endStream { complete() }
+        case .data(let data):
+            if case .byteBuffer(var bytes) = data.data {
+                guard received.readableBytes + bytes.readableBytes <= 1 << 20 else {
+                    finish(.failure(UpstreamError.answerTooLarge))
+                    context.close(promise: nil)
+                    return
+                }
+                received.writeBuffer(&bytes)
+            }
+            if data.endStream { complete() }
+        case .rstStream(let code):
+            finish(.failure(code == .refusedStream ? UpstreamError.unsent("stream refused") : UpstreamError.noAnswer("stream reset: \(code)")))
+        default:
+            break
+        }
+    }
+
+    private func complete() {
+        guard let status else {
+            finish(.failure(UpstreamError.noAnswer("the stream ended without a status")))
+            return
+        }
+        finish(.success(Forwarder.Answer(status: status, headers: fields, body: received)))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
+            finish(.failure(UpstreamError.unsent("refused (GOAWAY)")))
+        } else {
+            finish(.failure(UpstreamError.noAnswer("\(error)")))
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(.failure(written ? UpstreamError.noAnswer("the stream closed") : UpstreamError.unsent("the stream closed before it was opened")))
+        context.fireChannelInactive()
+    }
+
+    private func finish(_ result: Result<Forwarder.Answer, any Error>) {
+        guard !done else { return }
+        done = true
+        timeout?.cancel()
+        answer.completeWith(result)
+    }
+}
