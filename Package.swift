@@ -162,8 +162,9 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                // ES256 provider tokens, when the relay holds the team's key.
+                // ES256 provider tokens, when the relay holds the team's key; RS256 for FCM's OAuth.
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -176,7 +177,22 @@ let package = Package(
 
         // Tests only: fixtures and real servers (SeaweedFS, NATS) for the tests, and a trait that
         // keeps CPU-heavy tests off the test runner's cooperative threads (it imports Testing).
-        .target(name: "AttacheTesting", dependencies: ["AttacheOrigin", "AttacheSupport", "CSpawn"], swiftSettings: strict),
+        .target(
+            name: "AttacheTesting",
+            dependencies: [
+                "AttacheOrigin", "AttacheSupport", "CSpawn",
+                // The fake APNs and FCM upstreams: HTTP/2 servers that check tokens as Apple and Google do.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         .target(name: "AttacheTestTraits", dependencies: ["AttacheSupport"], swiftSettings: strict),
 
         // The command line: every setting's one reader, the option groups, IO and logging that
@@ -250,6 +266,7 @@ let package = Package(
             dependencies: [
                 "AttacheRelay", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

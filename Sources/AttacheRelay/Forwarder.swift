@@ -31,8 +31,7 @@ public struct Forwarder: Sendable {
     /// presenting its APNs client certificate to Apple when given. Nothing is opened until the
     /// first request.
     public init(configuration: RelayConfiguration) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let ca = configuration.upstreamCA { tls.trustRoots = .file(ca) }
+        let tls = TLSConfiguration.upstream(caFile: configuration.upstreamCA)
         var apnsTLS = tls
         if let identity = configuration.apnsCertificate {
             apnsTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(identity.certificatePath).map { .certificate($0) }
@@ -70,5 +69,14 @@ public struct Forwarder: Sendable {
     public func shutdown() {
         apns.shutdown()
         fcm.shutdown()
+    }
+}
+
+extension TLSConfiguration {
+    /// A client's TLS for an upstream: the system's authorities, or `caFile`'s instead.
+    static func upstream(caFile: String?) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.trustRoots = .file(caFile) }
+        return tls
     }
 }

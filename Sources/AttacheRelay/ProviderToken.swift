@@ -38,22 +38,16 @@ public final class ProviderToken: Sendable {
     }
 
     func token(issuedAt: Int64) throws -> String {
-        let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
-        let claims = #"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#
-        let input = Self.base64URL(Array(header.utf8)) + "." + Self.base64URL(Array(claims.utf8))
-        let signature = try key.signature(for: Array(input.utf8))
-        return input + "." + Self.base64URL(Array(signature.rawRepresentation))
+        try JSONWebToken.compact(header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: #"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#) {
+            Array(try key.signature(for: $0).rawRepresentation)
+        }
     }
+}
 
-    /// Base64 without padding, `-` and `_` for `+` and `/` (RFC 7515).
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        String(Base64.encode(bytes).compactMap { c -> Character? in
-            switch c {
-            case "+": "-"
-            case "/": "_"
-            case "=": nil
-            default: c
-            }
-        })
+/// A JSON Web Token in its compact form (RFC 7519): base64url header, claims and signature.
+enum JSONWebToken {
+    static func compact(header: String, claims: String, sign: ([UInt8]) throws -> [UInt8]) rethrows -> String {
+        let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(claims.utf8))
+        return input + "." + Base64.urlEncode(try sign(Array(input.utf8)))
     }
 }

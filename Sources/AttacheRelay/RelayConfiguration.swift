@@ -41,6 +41,9 @@ public struct RelayConfiguration: Sendable {
     /// When the relay holds the team's key: every APNs request is sent with the relay's own
     /// provider token instead of the client's `authorization`. Nil: the client's goes through.
     public var apnsToken: ProviderToken?
+    /// When the relay holds a service account's key: every FCM request is sent with the OAuth
+    /// token it buys instead of the client's `authorization`.
+    public var fcmToken: ServiceAccountToken?
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,

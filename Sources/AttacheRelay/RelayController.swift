@@ -74,14 +74,17 @@ struct RelayController: Sendable {
         let (body, outcome) = await enriched(received, budget: budget)
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
-        if provider == .apns, let token = configuration.apnsToken {
-            fields.removeAll { $0.name == "authorization" }
-            do {
-                fields.append((name: "authorization", value: try token.authorization()))
-            } catch {
-                logger.error("the provider token cannot be signed", metadata: ["attache.error": "\(type(of: error))"])
-                return provider.error(.internalServerError, "InternalServerError", outcome: outcome, budget: budget)
+        do {
+            if let authorization = try await credential(for: provider) {
+                fields.removeAll { $0.name == "authorization" }
+                fields.append((name: "authorization", value: authorization))
             }
+        } catch {
+            // The error names what failed (a refused service account, an unreachable token
+            // endpoint), never a key or a token.
+            logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
+            metrics.relayed(status: 503)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", outcome: outcome, budget: budget)
         }
         let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
@@ -100,6 +103,14 @@ struct RelayController: Sendable {
         headers[.attacheOutcome] = outcome
         headers[.attacheDeadline] = String(Int(budget.milliseconds))
         return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: answer.body))
+    }
+
+    /// The relay's own credential for `provider`, when it holds one; nil: the client's goes through.
+    func credential(for provider: Provider) async throws -> String? {
+        switch provider {
+        case .apns: try configuration.apnsToken?.authorization()
+        case .fcm: try await configuration.fcmToken?.authorization()
+        }
     }
 
     /// The body to forward and the outcome to tell the client. Only a body that names

@@ -62,6 +62,9 @@ struct Relay: LongRunningCommand {
     @Option(help: "The team id [ATTACHE_APNS_TEAM_ID].")
     var apnsTeamId: String?
 
+    @Option(help: "A Google service account's key (JSON, from the Firebase console): the relay buys OAuth tokens with it and sends them to FCM instead of the client's authorization [ATTACHE_FCM_SERVICE_ACCOUNT].")
+    var fcmServiceAccount: String?
+
     @OptionGroup var metrics: MetricsPortOptionGroup
 
     @OptionGroup var process: ProcessOptionGroup
@@ -118,6 +121,14 @@ struct Relay: LongRunningCommand {
             relay.apnsToken = nil
         default:
             throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
+        }
+        if let path = settings.string(fcmServiceAccount, "ATTACHE_FCM_SERVICE_ACCOUNT") {
+            guard let json = try? readFile(path) else { throw ValidationError("--fcm-service-account \(path) cannot be read") }
+            do {
+                relay.fcmToken = try ServiceAccountToken(json: json, caFile: relay.upstreamCA)
+            } catch let error as ServiceAccountToken.Invalid {
+                throw ValidationError("--fcm-service-account \(path): \(error)")
+            }
         }
         let metricsPort = try metrics.port(settings)
         var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)

@@ -1,9 +1,10 @@
 import Attache
 import AttacheFetch
 import Crypto
+import _CryptoExtras
 import AttacheOperations
 import AttacheOrigin
-import AttacheRelay
+@testable import AttacheRelay
 import AttacheTesting
 import HTTPTypes
 import Hummingbird
@@ -12,91 +13,70 @@ import HummingbirdHTTP2
 import HummingbirdTesting
 import Logging
 import NIOCore
+import Foundation
 import Synchronization
 import Testing
 
-/// An upstream that checks what Apple checks of a request (a path with a token, a provider token,
-/// the payload's size) and answers in Apple's shapes; FCM's send path answers Google's `name`.
-/// Plain HTTP/2 with prior knowledge on loopback, as the relay reaches its double.
-final class FakeUpstream: Sendable {
-    struct Received: Sendable {
-        var path: String
-        var fields: [String: String]
-        var body: [UInt8]
-    }
-
-    let received = Mutex<[Received]>([])
-
-    var application: some ApplicationProtocol {
-        let router = Router()
-        router.post("/3/device/:token") { request, context in
-            let received = try await self.record(request)
-            if context.parameters.get("token") == "bad" { return Self.apns(.badRequest, reason: "BadDeviceToken") }
-            guard received.fields["authorization"]?.hasPrefix("bearer ") == true else {
-                return Self.apns(.forbidden, reason: "MissingProviderToken")
-            }
-            guard received.body.count <= 4096 else { return Self.apns(.contentTooLarge, reason: "PayloadTooLarge") }
-            var headers = HTTPFields()
-            headers[HTTPField.Name("apns-id")!] = received.fields["apns-id"] ?? "1B2C3D4E-0000-0000-0000-000000000001"
-            headers[HTTPField.Name("apns-unique-id")!] = "unique-1"
-            return Response(status: .ok, headers: headers)
-        }
-        router.post("/v1/projects/:project/messages:send") { request, context in
-            _ = try await self.record(request)
-            let name = #"{"name":"projects/\#(context.parameters.get("project") ?? "")/messages/0:1"}"#
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: name)))
-        }
-        return Application(router: router, server: .plaintextHTTP2(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                           logger: Logger(label: "upstream", factory: { _ in SwiftLogNoOpLogHandler() }))
-    }
-
-    private func record(_ request: Request) async throws -> Received {
-        let body = Array(buffer: try await request.body.collect(upTo: 1 << 20))
-        var fields: [String: String] = [:]
-        for field in request.headers { fields[field.name.canonicalName] = field.value }
-        let received = Received(path: request.uri.path, fields: fields, body: body)
-        self.received.withLock { $0.append(received) }
-        return received
-    }
-
-    static func apns(_ status: HTTPResponse.Status, reason: String) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: #"{"reason":"\#(reason)"}"#)))
-    }
-}
-
-/// The relay between a client and the fake upstream, on loopback.
+/// The relay between a client and the fake APNs and FCM upstreams, on loopback.
 struct RelayHarness {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// Runs `body` with a client to a relay forwarding to `upstream` (nil: the fake) and the fake.
-    static func with(upstream override: String? = nil, maxBodyBytes: Int = 64 * 1024, apnsToken: ProviderToken? = nil,
-                     _ body: @Sendable (RelayClient, FakeUpstream, Origin) async throws -> Void) async throws {
+    struct Upstreams {
+        var apns: FakeProvider
+        var fcm: FakeProvider
+    }
+
+    /// Runs `body` with a client to a relay forwarding to the fakes (or, with `closed`, to a port
+    /// where nothing listens); `configure` sets what else the relay runs with.
+    static func with(apns: FakeProvider.APNs = .init(), fcm: FakeProvider.FCM = .init(), tls: FakeProvider.TLS? = nil,
+                     closed: Bool = false, configure: (inout RelayConfiguration) throws -> Void = { _ in },
+                     _ body: @Sendable (RelayClient, Upstreams, Origin) async throws -> Void) async throws {
         let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         defer { origin.stop() }
-        let fake = FakeUpstream()
-        try await fake.application.test(.live) { upstreamClient in
-            let upstreamPort = try #require(upstreamClient.port)
-            let upstream = override ?? "http://127.0.0.1:\(upstreamPort)"
-            var options = Enrichment.Configuration()
-            options.mediaDirectory = try makeTempDirectory()
-            options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-            options.publicBaseURL = "https://cdn.example.com/m"
-            let enrichment = try Enrichment(configuration: options, logger: quiet)
-            defer { enrichment.shutdown() }
-            var configuration = RelayConfiguration(port: 0, apnsUpstream: upstream, fcmUpstream: upstream,
-                                                   deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
-                                                   upstreamTimeout: .seconds(5), maxBodyBytes: maxBodyBytes)
-            configuration.apnsToken = apnsToken
-            let forwarder = try Forwarder(configuration: configuration)
-            defer { forwarder.shutdown() }
-            let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
-            try await relay.test(.live) { relayClient in
-                let client = try RelayClient(port: try #require(relayClient.port))
-                defer { client.engine.shutdown() }
-                try await body(client, fake, origin)
-            }
+        let upstreams = Upstreams(apns: try FakeProvider(.apns(apns), tls: tls), fcm: try FakeProvider(.fcm(fcm), tls: tls))
+        defer {
+            upstreams.apns.stop()
+            upstreams.fcm.stop()
         }
+        var options = Enrichment.Configuration()
+        options.mediaDirectory = try makeTempDirectory()
+        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.publicBaseURL = "https://cdn.example.com/m"
+        let enrichment = try Enrichment(configuration: options, logger: quiet)
+        defer { enrichment.shutdown() }
+        let nowhere = "http://127.0.0.1:\(try freePorts(1)[0])"
+        var configuration = RelayConfiguration(port: 0, apnsUpstream: closed ? nowhere : upstreams.apns.url,
+                                               fcmUpstream: closed ? nowhere : upstreams.fcm.url,
+                                               deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
+                                               upstreamTimeout: .seconds(5))
+        try configure(&configuration)
+        let forwarder = try Forwarder(configuration: configuration)
+        defer { forwarder.shutdown() }
+        let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
+        try await relay.test(.live) { relayClient in
+            let client = try RelayClient(port: try #require(relayClient.port))
+            defer { client.engine.shutdown() }
+            try await body(client, upstreams, origin)
+        }
+    }
+}
+
+/// A certificate authority, a server certificate for 127.0.0.1 and a client certificate, made
+/// for one test by `Tests/cli/test-ca.sh`.
+struct TestCertificates {
+    let directory: String
+    var ca: String { directory + "/ca.pem" }
+    var server: FakeProvider.TLS { .init(certificatePath: directory + "/server.pem", keyPath: directory + "/server.key") }
+    var client: RelayConfiguration.Identity { .init(certificatePath: directory + "/client.pem", keyPath: directory + "/client.key") }
+
+    init() throws {
+        directory = try makeTempDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [Fixtures.repositoryRoot + "/Tests/cli/test-ca.sh", directory]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
     }
 }
 
@@ -140,22 +120,22 @@ struct RelayClient {
     /// No `mutable-content`: the body reaches Apple byte for byte, with the client's headers, and
     /// the client gets Apple's answer with the outcome beside it.
     @Test func aRequestWithoutMutableContentIsForwardedAsItCame() async throws {
-        try await RelayHarness.with { client, fake, _ in
+        try await RelayHarness.with { client, upstreams, _ in
             let body = #"{"aps":{"alert":"plain","badge":3},"custom":{"n":1.50}}"#
             let answer = try await client.post("/3/device/abc123", body, fields: Self.apnsFields + ["attache-deadline-ms: 2500"])
             #expect(answer.status == 200)
             #expect(answer.fields["apns-id"] == "7C5F0D7E-1111-2222-3333-444455556666")
-            #expect(answer.fields["apns-unique-id"] == "unique-1")
+            #expect(answer.fields["apns-unique-id"]?.count == 36)
             #expect(answer.fields["attache-outcome"] == "passthrough; reason=not-mutable")
             #expect(answer.fields["attache-deadline-ms"] == "2500")
-            let got = try #require(fake.received.withLock { $0.first })
+            let got = try #require(upstreams.apns.received.first)
             #expect(got.path == "/3/device/abc123")
             #expect(got.body == Array(body.utf8))
             for (name, value) in [("authorization", "bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), ("apns-topic", "com.example.app"),
                                   ("apns-push-type", "alert"), ("apns-priority", "10")] {
                 #expect(got.fields[name] == value, "\(name)")
             }
-            // The relay's own field stays with the relay, and it adds none of libcurl's defaults.
+            // The relay's own field stays with the relay, and it adds none of its own.
             #expect(got.fields["attache-deadline-ms"] == nil)
             #expect(got.fields["accept"] == nil && got.fields["user-agent"] == nil && got.fields["content-type"] == nil)
         }
@@ -163,12 +143,12 @@ struct RelayClient {
 
     /// With `mutable-content`, Apple receives the enriched payload; the answer is Apple's.
     @Test func aMutableRequestReachesAppleEnriched() async throws {
-        try await RelayHarness.with { client, fake, origin in
+        try await RelayHarness.with { client, upstreams, origin in
             let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
             let answer = try await client.post("/3/device/abc123", body, fields: Self.apnsFields)
             #expect(answer.status == 200)
             #expect(answer.fields["attache-outcome"] == "enriched")
-            let got = try #require(fake.received.withLock { $0.first })
+            let got = try #require(upstreams.apns.received.first)
             let payload = String(decoding: got.body, as: UTF8.self)
             #expect(payload.hasPrefix(#"{"aps":{"alert":"sale","mutable-content":1},"image-url":"https://cdn.example.com/m/"#))
             #expect(payload.contains(#""attachments":[{"id":"#))
@@ -176,75 +156,183 @@ struct RelayClient {
         }
     }
 
-    /// Apple's refusal is the client's answer, as Apple gave it.
-    @Test func anUpstreamRefusalIsPassedBack() async throws {
-        try await RelayHarness.with { client, _, _ in
-            let answer = try await client.post("/3/device/bad", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
-            #expect(answer.status == 400)
-            #expect(answer.body == #"{"reason":"BadDeviceToken"}"#)
+    /// Apple's refusals are the client's answers, as Apple gave them: a bad token, an unregistered
+    /// device (with its timestamp), a missing provider token, an injected 429.
+    @Test func upstreamRefusalsArePassedBack() async throws {
+        try await RelayHarness.with(apns: .init(unregistered: ["dead"])) { client, upstreams, _ in
+            let bad = try await client.post("/3/device/not-hex", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect((bad.status, bad.body) == (400, #"{"reason":"BadDeviceToken"}"#))
+            let gone = try await client.post("/3/device/dead", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(gone.status == 410)
+            #expect(gone.body.hasPrefix(#"{"reason":"Unregistered","timestamp":"#))
+            upstreams.apns.inject(.answer(status: 429, reason: "TooManyRequests"))
+            let busy = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect((busy.status, busy.body) == (429, #"{"reason":"TooManyRequests"}"#))
+        }
+        let key = P256.Signing.PrivateKey()
+        try await RelayHarness.with(apns: .init(providerKey: key.publicKey, keyID: "K", teamID: "T")) { client, _, _ in
             let unsigned = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#)
             #expect((unsigned.status, unsigned.body) == (403, #"{"reason":"MissingProviderToken"}"#))
+            let old = try ProviderToken(keyPEM: key.pemRepresentation, keyID: "K", teamID: "T").token(issuedAt: Int64(Date().timeIntervalSince1970) - 3700)
+            let expired = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#,
+                                                 fields: ["authorization: bearer \(old)", "apns-topic: com.example.app"])
+            #expect((expired.status, expired.body) == (403, #"{"reason":"ExpiredProviderToken"}"#))
         }
     }
 
-    /// An upstream that cannot be reached is never "sent": 503 ServiceUnavailable in each
-    /// provider's shape, so the client retries.
+    /// An upstream that cannot be reached, is too slow, or drops the connection is never "sent":
+    /// 503 ServiceUnavailable in each provider's shape, so the client retries.
     @Test func anUnreachableUpstreamIs503InTheProvidersShape() async throws {
-        let closed = "http://127.0.0.1:\(try freePorts(1)[0])"
-        try await RelayHarness.with(upstream: closed) { client, _, _ in
+        try await RelayHarness.with(closed: true) { client, _, _ in
             let apns = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
             #expect((apns.status, apns.body) == (503, #"{"reason":"ServiceUnavailable"}"#))
             let fcm = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t"}}"#)
             #expect(fcm.status == 503)
             #expect(fcm.body == #"{"error":{"code":503,"message":"ServiceUnavailable","status":"UNAVAILABLE"}}"#)
         }
+        try await RelayHarness.with(configure: { $0.upstreamTimeout = .milliseconds(300) }) { client, upstreams, _ in
+            upstreams.apns.delay(.seconds(2))
+            let slow = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect((slow.status, slow.body) == (503, #"{"reason":"ServiceUnavailable"}"#))
+            upstreams.apns.delay(.zero)
+            upstreams.apns.inject(.drop)
+            let dropped = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(dropped.status == 503)
+            // The next request gets a new connection.
+            let after = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(after.status == 200)
+        }
+    }
+
+    /// A GOAWAY that refuses a request unprocessed: the relay sends it again on a new connection;
+    /// Apple receives it once and the client is told "sent" once.
+    @Test func aRequestRefusedByGoAwayIsSentOnceOnANewConnection() async throws {
+        try await RelayHarness.with { client, upstreams, _ in
+            let first = try await client.post("/3/device/abc", #"{"aps":{"alert":"1"}}"#, fields: Self.apnsFields)
+            #expect(first.status == 200)
+            upstreams.apns.inject(.goAway)
+            let second = try await client.post("/3/device/abc", #"{"aps":{"alert":"2"}}"#, fields: Self.apnsFields)
+            #expect(second.status == 200)
+            for i in 3...6 {
+                #expect(try await client.post("/3/device/abc", #"{"aps":{"alert":"\#(i)"}}"#, fields: Self.apnsFields).status == 200)
+            }
+            let received = upstreams.apns.received
+            #expect(received.map { String(decoding: $0.body, as: UTF8.self) } == (1...6).map { #"{"aps":{"alert":"\#($0)"}}"# })
+            // No request goes to a connection after its GOAWAY.
+            let away = upstreams.apns.wentAway
+            #expect(away.count == 1)
+            #expect(received.dropFirst().allSatisfy { !away.contains($0.connection) })
+        }
     }
 
     /// FCM v1: Google's own image example is enriched (its alert is FCM's to build) and forwarded
     /// with `webpush` as it came; the client gets Google's `name`.
     @Test func anFCMRequestIsEnrichedAndForwarded() async throws {
-        try await RelayHarness.with { client, fake, origin in
+        try await RelayHarness.with(fcm: .init(unregistered: ["gone"])) { client, upstreams, origin in
             let sample = String(decoding: Fixtures.bytes("fcm-v1-notification-alert.json", in: Fixtures.payloadDirectory), as: UTF8.self)
                 .replacingAll("127.0.0.1:8765", with: "127.0.0.1:\(origin.port)")
             let answer = try await client.post("/v1/projects/p1/messages:send", sample,
                                                fields: ["authorization: Bearer ya29.token", "content-type: application/json"])
             #expect(answer.status == 200)
-            #expect(answer.body == #"{"name":"projects/p1/messages/0:1"}"#)
+            #expect(answer.body.hasPrefix(#"{"name":"projects/p1/messages/0:"#))
             #expect(answer.fields["attache-outcome"] == "enriched")
-            let got = String(decoding: try #require(fake.received.withLock { $0.first }).body, as: UTF8.self)
+            let got = String(decoding: try #require(upstreams.fcm.received.first).body, as: UTF8.self)
             #expect(got.contains(#""fcm_options":{"image":"https://cdn.example.com/m/"#))
             #expect(got.contains(#""webpush":{"headers":{"image":"http://127.0.0.1:\#(origin.port)/photo.jpg"}}"#))
+            let gone = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"token":"gone"}}"#)
+            #expect(gone.status == 404)
+            #expect(gone.body.contains(#""errorCode":"UNREGISTERED""#))
         }
     }
 
     /// Apple's answers for what is not a send: too large, a path that is not a send API.
     @Test func badRequestsGetApplesAnswers() async throws {
-        try await RelayHarness.with(maxBodyBytes: 5120) { client, fake, _ in
+        try await RelayHarness.with(configure: { $0.maxBodyBytes = 5120 }) { client, upstreams, _ in
             let big = #"{"aps":{"alert":""# + String(repeating: "x", count: 6000) + #""}}"#
             let answer = try await client.post("/3/device/abc", big, fields: Self.apnsFields)
             #expect((answer.status, answer.body) == (413, #"{"reason":"PayloadTooLarge"}"#))
             let elsewhere = try await client.post("/3/devices/abc", #"{"aps":{}}"#, fields: Self.apnsFields)
             #expect((elsewhere.status, elsewhere.body) == (404, #"{"reason":"BadPath"}"#))
-            #expect(fake.received.withLock { $0.isEmpty })
+            #expect(upstreams.apns.received.isEmpty)
         }
     }
 
     /// A relay that holds the team's key sends its own provider token (one, reused) in place of
-    /// whatever the client sent; Apple's double can check it with the key's public half.
+    /// whatever the client sent; the fake checks it as Apple does (signature, key id, team, age,
+    /// and no replacement within 20 minutes).
     @Test func aRelayHoldingTheKeySignsItsOwnProviderTokens() async throws {
         let key = P256.Signing.PrivateKey()
         let token = try ProviderToken(keyPEM: key.pemRepresentation, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
-        try await RelayHarness.with(apnsToken: token) { client, fake, _ in
-            for _ in 0..<2 {
+        try await RelayHarness.with(apns: .init(providerKey: key.publicKey, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+                                    configure: { $0.apnsToken = token }) { client, upstreams, _ in
+            for _ in 0..<3 {
                 let answer = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#,
                                                    fields: ["authorization: bearer client-token", "apns-topic: com.example.app"])
                 #expect(answer.status == 200)
             }
-            let sent = fake.received.withLock { $0.map { $0.fields["authorization"] ?? "" } }
-            #expect(sent.count == 2 && sent[0] == sent[1])
-            let claims = try #require(ProviderTokenTests.verify(sent[0], with: key.publicKey))
-            #expect((claims.kid, claims.iss) == ("ABC123DEFG", "DEF123GHIJ"))
+            let sent = upstreams.apns.received.map { $0.fields["authorization"] ?? "" }
+            #expect(sent.count == 3 && Set(sent).count == 1)
             #expect(!sent[0].contains("client-token"))
+        }
+    }
+
+    /// Certificate-based authentication: over TLS, Apple's double asks for a client certificate;
+    /// the relay presents the provider's and is let in, a relay without one is not.
+    @Test func aRelayPresentsTheProvidersClientCertificate() async throws {
+        let certificates = try TestCertificates()
+        var tls = certificates.server
+        tls.clientCA = certificates.ca
+        try await RelayHarness.with(tls: tls, configure: {
+            $0.upstreamCA = certificates.ca
+            $0.apnsCertificate = certificates.client
+        }) { client, upstreams, _ in
+            let answer = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: ["apns-topic: com.example.app"])
+            #expect(answer.status == 200)
+            #expect(upstreams.apns.received.count == 1)
+        }
+        try await RelayHarness.with(tls: tls, configure: { $0.upstreamCA = certificates.ca }) { client, upstreams, _ in
+            let answer = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: ["apns-topic: com.example.app"])
+            #expect((answer.status, answer.body) == (503, #"{"reason":"ServiceUnavailable"}"#))
+            #expect(upstreams.apns.received.isEmpty)
+        }
+    }
+
+    /// A relay that holds a service account buys an OAuth token from the account's token endpoint
+    /// (over TLS, trusted through the upstream CA), reuses it, and buys another before it expires;
+    /// FCM's double accepts only tokens its endpoint issued.
+    @Test func aRelayHoldingAServiceAccountBuysAndRenewsFCMTokens() async throws {
+        let certificates = try TestCertificates()
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        for (lifetime, tokens) in [(3599, 1), (300, 3)] {
+            try await RelayHarness.with(fcm: .init(serviceAccount: ("relay@p1.iam.gserviceaccount.com", key.publicKey), tokenLifetime: lifetime),
+                                        tls: certificates.server, configure: { configuration in
+                let account = #"{"type":"service_account","client_email":"relay@p1.iam.gserviceaccount.com","private_key":"\#(key.pemRepresentation.replacingAll("\n", with: "\\n"))","token_uri":"\#(configuration.fcmUpstream)/token"}"#
+                configuration.upstreamCA = certificates.ca
+                configuration.fcmToken = try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca)
+            }) { client, upstreams, _ in
+                for i in 0..<3 {
+                    let answer = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t\#(i)"}}"#,
+                                                       fields: ["authorization: Bearer from-the-client"])
+                    #expect(answer.status == 200, "\(answer.body)")
+                }
+                let sent = upstreams.fcm.received.map { $0.fields["authorization"] ?? "" }
+                #expect(sent.count == 3)
+                #expect(Set(sent).count == tokens, "a token that lasts \(lifetime) s")
+                #expect(sent.allSatisfy { $0.hasPrefix("Bearer ya29.fake-") })
+            }
+        }
+        // A key the endpoint does not know buys nothing: 503, and nothing reaches FCM.
+        let stranger = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        try await RelayHarness.with(fcm: .init(serviceAccount: ("relay@p1.iam.gserviceaccount.com", key.publicKey)),
+                                    tls: certificates.server, configure: { configuration in
+            let account = #"{"client_email":"relay@p1.iam.gserviceaccount.com","private_key":"\#(stranger.pemRepresentation.replacingAll("\n", with: "\\n"))","token_uri":"\#(configuration.fcmUpstream)/token"}"#
+            configuration.upstreamCA = certificates.ca
+            configuration.fcmToken = try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca)
+        }) { client, upstreams, _ in
+            let answer = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t"}}"#)
+            #expect(answer.status == 503)
+            #expect(!answer.body.contains("ya29") && !answer.body.contains("PRIVATE"))
+            #expect(upstreams.fcm.received.isEmpty)
         }
     }
 }

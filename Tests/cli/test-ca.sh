@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a certificate authority and a server certificate it signed, for 127.0.0.1 and localhost
-# (P-256, valid one day), in DIR: ca.pem, server.pem, server.key. For the relay's check and
+# (P-256, valid one day), in DIR: ca.pem, server.pem, server.key, and a client certificate
+# (client.pem, client.key). For the relay's check and
 # benchmark, whose clients and upstreams trust only that CA.
 #   usage: Tests/cli/test-ca.sh DIR
 set -euo pipefail
@@ -12,3 +13,8 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/ser
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$dir/san.ext"
 openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 1 \
   -extfile "$dir/san.ext" -out "$dir/server.pem" 2> /dev/null
+# A client certificate the same CA signed (an APNs provider certificate's stand-in).
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/client.key" -out "$dir/client.csr" \
+  -subj "/CN=com.example.app" 2> /dev/null
+openssl x509 -req -in "$dir/client.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 1 \
+  -out "$dir/client.pem" 2> /dev/null
