@@ -160,6 +160,9 @@ let package = Package(
                 // The upstream side: HTTP/2 streams multiplexed on a few connections per upstream.
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                // The clear-text front door: the preface decides HTTP/2 or HTTP/1.1, as ALPN does.
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 // ES256 provider tokens, when the relay holds the team's key; RS256 for FCM's OAuth.

@@ -1,4 +1,5 @@
 import Attache
+import AttacheSupport
 import AttacheOperations
 import Hummingbird
 import HummingbirdCore
@@ -18,11 +19,20 @@ public func buildRelayApplication(
     router.add(middleware: BadPath())
     RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, metrics: metrics, logger: logger)
         .register(on: router)
+    // Limits on a client's connection: an idle one is closed after `idleTimeout`; HTTP/2 allows
+    // 100 concurrent streams and 16 KB of headers per request (swift-nio-http2's settings), and
+    // HTTP/1.1 the same headers; bodies are capped by `maxBodyBytes` as they are read.
+    let idle = configuration.idleTimeout
+    let http2 = HTTP2Channel.Configuration(idleTimeout: idle, streamConfiguration: .init(
+        idleTimeout: nil, httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024)
+    ))
     let server: HTTPServerBuilder
     if let tls = configuration.tls {
-        server = try .http2Upgrade(tlsConfiguration: try tlsConfiguration(tls))
+        server = try .http2Upgrade(tlsConfiguration: try tlsConfiguration(tls), configuration: http2)
     } else {
-        server = .plaintextHTTP2()
+        let http1 = HTTP1Channel.Configuration(idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
+                                               httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024))
+        server = HTTPServerBuilder { responder in ClearTextChannel(responder: responder, http1: http1, http2: http2) }
     }
     return Application(router: router, server: server,
                        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),

@@ -33,6 +33,8 @@ public struct RelayConfiguration: Sendable {
     public var upstreamTimeout: Duration
     /// Certificate authorities (PEM) trusted for the upstreams instead of the system's.
     public var upstreamCA: String?
+    /// A client's connection with nothing in flight for this long is closed.
+    public var idleTimeout: Duration? = .seconds(300)
     /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
     public var maxBodyBytes: Int
     /// Certificate-based APNs authentication: the provider's client certificate, presented to

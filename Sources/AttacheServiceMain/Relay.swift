@@ -18,8 +18,8 @@ struct Relay: LongRunningCommand {
         mutable-content (else forwarded byte for byte), then forwarded over HTTP/2 with the client's own \
         headers (authorization included); the client gets the upstream's status, apns-id, apns-unique-id \
         and body, and Attache-Outcome. An upstream that cannot be reached is a 503 ServiceUnavailable in \
-        the provider's shape. Without --tls-certificate the relay speaks HTTP/2 with prior knowledge in \
-        clear text (a sidecar on loopback). Attache-Deadline-Ms names the enrichment's budget, as for the \
+        the provider's shape. Without --tls-certificate the relay speaks clear text (a sidecar on \
+        loopback): HTTP/2 with prior knowledge, or HTTP/1.1, told apart by the client's first bytes. Attache-Deadline-Ms names the enrichment's budget, as for the \
         service. Every option can also come from the ATTACHE_* variable named in its help.
         """
     )
@@ -43,6 +43,9 @@ struct Relay: LongRunningCommand {
 
     @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
     var upstreamTimeout: Duration?
+
+    @Option(help: "A client's connection with nothing in flight for this long is closed; 0 keeps it open [ATTACHE_IDLE_TIMEOUT, default 5m].", transform: parseDuration)
+    var idleTimeout: Duration?
 
     @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
     var upstreamCa: String?
@@ -100,6 +103,8 @@ struct Relay: LongRunningCommand {
         }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
+        let idle = try settings.duration(idleTimeout, "ATTACHE_IDLE_TIMEOUT", option: "--idle-timeout", default: .seconds(300))
+        relay.idleTimeout = idle > .zero ? idle : nil
         relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
         switch (settings.string(apnsCertificate, "ATTACHE_APNS_CERTIFICATE"), settings.string(apnsCertificateKey, "ATTACHE_APNS_CERTIFICATE_KEY")) {
         case (let certificate?, let key?): relay.apnsCertificate = .init(certificatePath: certificate, keyPath: key)

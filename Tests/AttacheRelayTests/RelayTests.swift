@@ -96,11 +96,12 @@ struct RelayClient {
         var body: String
     }
 
-    func post(_ path: String, _ body: String, fields: [String] = []) async throws -> Answer {
+    /// `http1`: HTTP/1.1, as firebase-admin sends, instead of HTTP/2 with prior knowledge.
+    func post(_ path: String, _ body: String, fields: [String] = [], http1: Bool = false) async throws -> Answer {
         var request = FetchRequest(url: "http://127.0.0.1:\(port)\(path)", maxBytes: 1 << 20)
         request.method = .post
         request.upload = .bytes(Array(body.utf8))
-        request.http2Only = true
+        request.http2Only = !http1
         request.errorStatusIsAnswer = true
         // Without libcurl's own Accept, User-Agent and form Content-Type: the upstream then shows
         // whether the relay added any.
@@ -239,6 +240,11 @@ struct RelayClient {
             let got = String(decoding: try #require(upstreams.fcm.received.first).body, as: UTF8.self)
             #expect(got.contains(#""fcm_options":{"image":"https://cdn.example.com/m/"#))
             #expect(got.contains(#""webpush":{"headers":{"image":"http://127.0.0.1:\#(origin.port)/photo.jpg"}}"#))
+            // The same over HTTP/1.1 on the same clear-text port, as firebase-admin sends.
+            let overHTTP1 = try await client.post("/v1/projects/p1/messages:send", sample, fields: ["authorization: Bearer ya29.token"], http1: true)
+            #expect(overHTTP1.status == 200)
+            #expect(overHTTP1.fields["attache-outcome"] == "enriched")
+            #expect(upstreams.fcm.received.count == 2)
             let gone = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"token":"gone"}}"#)
             #expect(gone.status == 404)
             #expect(gone.body.contains(#""errorCode":"UNREGISTERED""#))
