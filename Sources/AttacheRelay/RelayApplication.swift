@@ -24,16 +24,13 @@ public func buildRelayApplication(
     // HTTP/1.1 the same headers; bodies are capped by `maxBodyBytes` as they are read.
     let idle = configuration.idleTimeout
     let http2 = HTTP2Channel.Configuration(idleTimeout: idle, streamConfiguration: .init(
+        additionalChannelHandlers: [EmptyBodyAsEndOfHeaders.Installer()],
         idleTimeout: nil, httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024)
     ))
-    let server: HTTPServerBuilder
-    if let tls = configuration.tls {
-        server = try .http2Upgrade(tlsConfiguration: try tlsConfiguration(tls), configuration: http2)
-    } else {
-        let http1 = HTTP1Channel.Configuration(idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
-                                               httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024))
-        server = HTTPServerBuilder { responder in ClearTextChannel(responder: responder, http1: http1, http2: http2) }
-    }
+    let http1 = HTTP1Channel.Configuration(idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
+                                           httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024))
+    let tls = try configuration.tls.map { try NIOSSLContext(configuration: try tlsConfiguration($0)) }
+    let server = HTTPServerBuilder { responder in RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2) }
     return Application(router: router, server: server,
                        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
                        logger: logger)

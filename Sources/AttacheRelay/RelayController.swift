@@ -102,6 +102,9 @@ struct RelayController: Sendable {
         }
         headers[.attacheOutcome] = outcome
         headers[.attacheDeadline] = String(Int(budget.milliseconds))
+        // No body is no DATA frame: Apple's 200 is a HEADERS frame alone, and a client (aioapns)
+        // parses any DATA it gets as JSON.
+        guard answer.body.readableBytes > 0 else { return Response(status: .init(code: answer.status), headers: headers) }
         return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: answer.body))
     }
 

@@ -1,13 +1,17 @@
 """What Tests/cli/relay.sh runs around the relay, on loopback:
 
-  apns.py upstream PORT LOG     an APNs double: HTTP/2 with prior knowledge (the h2 library), that
+  apns.py upstream PORT LOG [DELAY]   an APNs double: HTTP/2 with prior knowledge (the h2 library), that
                                 answers POST /3/device/<token> as Apple does (200 with the request's
                                 apns-id; 403 MissingProviderToken without a bearer token) and writes
-                                each request it received to LOG as a JSON line
+                                each request it received to LOG as a JSON line, before it answers
+                                (after DELAY seconds, when given)
   apns.py send PORT CA KEY PAYLOAD   aioapns, a real APNs client library, sending PAYLOAD (JSON) to
                                 the relay on 127.0.0.1:PORT over TLS trusting CA, with a provider
                                 token signed by the .p8-style KEY; prints "sent STATUS" or
                                 "refused STATUS REASON"
+  apns.py burst PORT CA KEY PAYLOAD COUNT INTERVAL OUT   aioapns sending COUNT notifications, one
+                                every INTERVAL seconds without waiting for answers; writes
+                                "APNS-ID sent" or "APNS-ID failed" to OUT as each ends
 """
 import asyncio
 import json
@@ -21,7 +25,8 @@ from h2.events import DataReceived, RequestReceived, StreamEnded
 
 
 class Upstream(asyncio.Protocol):
-    def __init__(self, log):
+    def __init__(self, log, delay=0.0):
+        self.delay = delay
         self.conn = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
         self.streams = {}
         self.log = log
@@ -39,7 +44,14 @@ class Upstream(asyncio.Protocol):
                 self.streams[event.stream_id]["body"] += event.data
                 self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, StreamEnded):
-                self.answer(event.stream_id)
+                if self.delay:
+                    asyncio.get_running_loop().call_later(self.delay, self.answer_later, event.stream_id)
+                else:
+                    self.answer(event.stream_id)
+        self.transport.write(self.conn.data_to_send())
+
+    def answer_later(self, stream_id):
+        self.answer(stream_id)
         self.transport.write(self.conn.data_to_send())
 
     def answer(self, stream_id):
@@ -57,15 +69,15 @@ class Upstream(asyncio.Protocol):
             self.conn.send_data(stream_id, body, end_stream=True)
 
 
-async def upstream(port, log):
-    server = await asyncio.get_running_loop().create_server(lambda: Upstream(log), "127.0.0.1", port)
+async def upstream(port, log, delay):
+    server = await asyncio.get_running_loop().create_server(lambda: Upstream(log, delay), "127.0.0.1", port)
     print("listening", flush=True)
     async with server:
         await server.serve_forever()
 
 
-async def send(port, ca, key, payload):
-    from aioapns import APNs, NotificationRequest
+def client_(port, ca, key):
+    from aioapns import APNs
     from aioapns.connection import APNsProductionClientProtocol
 
     # aioapns has no host argument: its protocol class names the server (docs/relay.md).
@@ -73,15 +85,49 @@ async def send(port, ca, key, payload):
     APNsProductionClientProtocol.APNS_PORT = port
     context = ssl.create_default_context(cafile=ca)
     context.set_alpn_protocols(["h2"])
-    client = APNs(key=open(key).read(), key_id="ABC123DEFG", team_id="DEF123GHIJ", topic="com.example.app",
-                  ssl_context=context, max_connection_attempts=1)
+    return APNs(key=open(key).read(), key_id="ABC123DEFG", team_id="DEF123GHIJ", topic="com.example.app",
+                ssl_context=context, max_connection_attempts=1)
+
+
+async def send(port, ca, key, payload):
+    from aioapns import NotificationRequest
+
+    client = client_(port, ca, key)
     request = NotificationRequest(device_token="abc", message=json.loads(payload), notification_id=str(uuid.uuid4()))
     result = await asyncio.wait_for(client.send_notification(request), 20)
     print(("sent %s" % result.status) if result.is_successful else ("refused %s %s" % (result.status, result.description)))
 
 
+async def burst(port, ca, key, payload, count, interval, out):
+    from aioapns import NotificationRequest
+
+    client = client_(port, ca, key)
+    results = open(out, "a")
+
+    async def one():
+        apns_id = str(uuid.uuid4()).upper()
+        request = NotificationRequest(device_token="abc", message=json.loads(payload), notification_id=apns_id)
+        try:
+            result = await asyncio.wait_for(client.send_notification(request), 10)
+            outcome = "sent" if result.is_successful else "failed"
+            print(apns_id, result.status, result.description, flush=True)
+        except Exception as error:
+            print(apns_id, repr(error), flush=True)
+            outcome = "failed"
+        results.write("%s %s\n" % (apns_id, outcome))
+        results.flush()
+
+    tasks = []
+    for _ in range(count):
+        tasks.append(asyncio.create_task(one()))
+        await asyncio.sleep(interval)
+    await asyncio.gather(*tasks)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "upstream":
-        asyncio.run(upstream(int(sys.argv[2]), sys.argv[3]))
+        asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
+    elif sys.argv[1] == "burst":
+        asyncio.run(burst(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), float(sys.argv[7]), sys.argv[8]))
     else:
         asyncio.run(send(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))

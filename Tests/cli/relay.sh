@@ -6,12 +6,14 @@
 # - a body without mutable-content reaches the upstream byte for byte; one with it, enriched;
 # - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
-#   knowledge; SIGTERM exits 0.
+#   knowledge; SIGTERM exits 0;
+# - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/apns.py); and a
+#   relay killed mid-stream loses no notification its client was told was sent.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-command -v nghttpd > /dev/null || { echo "FAIL: no nghttpd: run make test-deps"; exit 1; }
+command -v nghttpd nghttp > /dev/null || { echo "FAIL: no nghttpd or nghttp: run make test-deps"; exit 1; }
 
 # The CA and the relay's certificate.
 Tests/cli/test-ca.sh "$tmp"
@@ -75,6 +77,32 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "aioapns through the relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"
   check "… the double got the enriched payload with aioapns' token and topic" \
     "grep -q 'https://cdn.example.com/m/' $tmp/apns.jsonl && grep -q '\"authorization\": \"bearer ey' $tmp/apns.jsonl && grep -q '\"apns-topic\": \"com.example.app\"' $tmp/apns.jsonl"
+
+  # Killed mid-stream: aioapns sends 300 notifications through the relay, one every 10 ms, to a
+  # double that takes 0.2 s to answer; the relay is killed (SIGKILL) once the double has 10. Every notification
+  # aioapns was told was sent must be one the double received; the rest are aioapns' to retry.
+  kport=$(free_port)
+  "$python" Tests/cli/apns.py upstream "$kport" "$tmp/killed.jsonl" 0.2 > "$tmp/apns-slow.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$tmp/apns-slow.log" 2>/dev/null && break; sleep 0.05; done
+  kill -TERM "$relay"; wait "$relay"
+  start_relay tls3 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$kport"
+  "$python" Tests/cli/apns.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 300 0.01 "$tmp/burst.txt" > "$tmp/burst.log" 2>&1 &
+  burst=$!
+  # Killed once the double has answered a few, while the rest are in flight or still to come.
+  for _ in $(seq 200); do [ "$(wc -l < "$tmp/killed.jsonl" 2>/dev/null || echo 0)" -ge 10 ] && break; sleep 0.05; done
+  kill -KILL "$relay"; wait "$relay" 2>/dev/null
+  wait "$burst"
+  sent=$(grep -c ' sent$' "$tmp/burst.txt")
+  failed_=$(grep -c ' failed$' "$tmp/burst.txt")
+  lost=0
+  for id in $(awk '$2 == "sent" {print $1}' "$tmp/burst.txt"); do
+    grep -q "\"apns-id\": \"$id\"" "$tmp/killed.jsonl" || lost=$((lost + 1))
+  done
+  check "relay killed mid-stream: $sent told sent, $failed_ not; all 300 answered" "[ $((sent + failed_)) = 300 ]"
+  check "… the kill fell mid-stream (some sent, some not)" "[ $sent -gt 0 ] && [ $failed_ -gt 0 ]"
+  check "… every notification told sent reached the upstream ($lost did not)" "[ $lost = 0 ]"
+  start_relay tls4 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
 else
   echo "FAIL: no aioapns in $python: run make test-deps"
   failed=$((failed + 1))
@@ -82,6 +110,18 @@ fi
 
 kill -TERM "$relay"; wait "$relay"; code=$?
 check "SIGTERM: the relay exits 0 (got $code)" "[ $code = 0 ]"
+
+# What the client receives frame by frame: a 200 without a body is one HEADERS frame with
+# END_STREAM, an error's JSON one DATA frame with END_STREAM, as Apple sends them (aioapns reads
+# every DATA frame as JSON, and drops its connection on an empty one).
+start_relay frames --apns-upstream "http://127.0.0.1:$uport"
+nghttp -v -d /dev/null "http://127.0.0.1:$rport/3/device/abc" > "$tmp/frames-200" 2>&1
+nghttp -v -d /dev/null "http://127.0.0.1:$rport/3/elsewhere" > "$tmp/frames-404" 2>&1
+check "an empty 200 is one HEADERS frame that ends the stream" \
+  "grep -q 'recv HEADERS frame .*flags=0x05' $tmp/frames-200 && ! grep -q 'recv DATA frame' $tmp/frames-200"
+check "an error's JSON is one DATA frame that ends the stream" \
+  "[ \$(grep -c 'recv DATA frame' $tmp/frames-404) = 1 ] && grep -q 'recv DATA frame <length=20, flags=0x01' $tmp/frames-404"
+kill -TERM "$relay"; wait "$relay"
 
 # Clear text with prior knowledge (a sidecar on loopback), and an upstream that is down.
 start_relay clear --apns-upstream "http://127.0.0.1:$(free_port)"

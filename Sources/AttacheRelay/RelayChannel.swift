@@ -1,0 +1,167 @@
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOSSL
+import NIOTLS
+import ServiceLifecycle
+
+/// The relay's front door: HTTP/2, as APNs clients speak, and HTTP/1.1 on the same port, as many
+/// FCM clients do (firebase-admin's Python and Java SDKs). Over TLS, ALPN decides; in clear text
+/// (a sidecar on loopback), the first bytes a client sends: HTTP/2's connection preface (prior
+/// knowledge), or anything else.
+struct RelayChannel: HTTPChannelHandler {
+    struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>>
+        let channel: any Channel
+    }
+
+    private let tls: NIOSSLContext?
+    private let http1: HTTP1Channel
+    private let http2: HTTP2Channel
+    var responder: Responder { http1.responder }
+
+    /// `tls`: the relay's certificate, offering ALPN `h2` and `http/1.1`; nil: clear text.
+    init(responder: @escaping Responder, tls: NIOSSLContext?, http1: HTTP1Channel.Configuration, http2: HTTP2Channel.Configuration) {
+        self.tls = tls
+        self.http1 = HTTP1Channel(responder: responder, configuration: http1)
+        self.http2 = HTTP2Channel(responder: responder, configuration: http2)
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>
+        return channel.eventLoop.makeCompletedFuture {
+            // The protocol negotiation handler that TLS's ALPN feeds, fed here by the preface.
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
+                if case .negotiated("h2") = result {
+                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                }
+                return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+            }
+            let decider: any ChannelHandler = tls.map { NIOSSLServerHandler(context: $0) } ?? PrefaceSniffer()
+            try channel.pipeline.syncOperations.addHandlers([decider, negotiation])
+            return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            // A connection that has not agreed a protocol yet is closed at shutdown; once it
+            // has, HTTP/1.1's and HTTP/2's own handling drains it.
+            let negotiated = try await withGracefulShutdownHandler {
+                try await value.negotiated.get()
+            } onGracefulShutdown: {
+                value.channel.pipeline.handler(type: PrefaceSniffer.self).whenSuccess { _ in value.channel.close(promise: nil) }
+            }
+            switch negotiated {
+            case .http1_1(let connection): await http1.handle(value: connection, logger: logger)
+            case .http2(let connection): await http2.handle(value: connection, logger: logger)
+            }
+        } catch {
+            logger.debug("no protocol agreed on a clear-text connection", metadata: ["attache.error": "\(error)"])
+        }
+    }
+}
+
+/// Reads until the client's first bytes show whether they begin HTTP/2's connection preface,
+/// reports that as a negotiated protocol, passes the bytes on and leaves the pipeline.
+/// A client that sends nothing for 10 seconds is closed.
+final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    private var seen = ByteBuffer()
+    private var silence: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        silence = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        silence?.cancel()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        seen.writeBuffer(&bytes)
+        let prefix = seen.readableBytesView.prefix(Self.preface.count)
+        let h2 = prefix.elementsEqual(Self.preface)
+        guard h2 || !Self.preface.starts(with: prefix) else { return }  // a preface so far, not whole yet
+        context.fireUserInboundEventTriggered(TLSUserEvent.handshakeCompleted(negotiatedProtocol: h2 ? "h2" : "http/1.1"))
+        context.fireChannelRead(wrapInboundOut(seen))
+        seen = ByteBuffer()
+        context.pipeline.syncOperations.removeHandler(self, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.fireChannelReadComplete()
+    }
+
+    typealias InboundOut = ByteBuffer
+}
+
+/// An answer's last frame carries END_STREAM itself, as Apple's do: a 200 is one HEADERS frame, an
+/// error's JSON one DATA frame. Hummingbird's HTTP/2 codec ends every stream with an empty DATA
+/// frame instead; that is valid HTTP/2, but aioapns parses every DATA frame as JSON, fails on the
+/// empty one and drops the connection with every notification in flight on it. So each HEADERS or
+/// DATA frame without END_STREAM is held until the next write: an empty closing DATA frame is
+/// folded into it.
+final class EmptyBodyAsEndOfHeaders: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+    private var held: (frame: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let payload = unwrapOutboundIn(data)
+        if let (frame, heldPromise) = held {
+            held = nil
+            if case .data(let body) = payload, body.endStream, case .byteBuffer(let bytes) = body.data, bytes.readableBytes == 0,
+               let ended = Self.ending(frame) {
+                if let heldPromise, let promise { heldPromise.futureResult.cascade(to: promise) }
+                context.write(wrapOutboundOut(ended), promise: heldPromise ?? promise)
+                return
+            }
+            context.write(wrapOutboundOut(frame), promise: heldPromise)
+        }
+        if Self.ending(payload) != nil {
+            held = (payload, promise)
+        } else {
+            context.write(data, promise: promise)
+        }
+    }
+
+    /// `frame` with END_STREAM set, when it is a final HEADERS or a DATA frame still open.
+    static func ending(_ frame: HTTP2Frame.FramePayload) -> HTTP2Frame.FramePayload? {
+        switch frame {
+        case .headers(var headers) where !headers.endStream && headers.headers.first(name: ":status")?.hasPrefix("1") == false:
+            headers.endStream = true
+            return .headers(headers)
+        case .data(var body) where !body.endStream:
+            body.endStream = true
+            return .data(body)
+        default:
+            return nil
+        }
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if let (frame, heldPromise) = held {
+            held = nil
+            context.write(wrapOutboundOut(frame), promise: heldPromise)
+        }
+        context.close(mode: mode, promise: promise)
+    }
+
+    /// Hummingbird adds a stream's extra handlers after its codec, where they see HTTP parts; this
+    /// one puts the frame handler in front of the codec, where frames pass, then leaves.
+    final class Installer: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = Never
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            try? context.pipeline.syncOperations.addHandler(EmptyBodyAsEndOfHeaders(), position: .first)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+}
