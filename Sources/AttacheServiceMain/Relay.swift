@@ -16,7 +16,8 @@ struct Relay: LongRunningCommand {
         Point an APNs or FCM client's host at the relay: POST /3/device/<token> (APNs provider API) and \
         POST /v1/projects/<project>/messages:send (FCM HTTP v1) are enriched when their payload has \
         mutable-content (else forwarded byte for byte), then forwarded over HTTP/2 with the client's own \
-        headers (authorization included); the client gets the upstream's status, apns-id, apns-unique-id \
+        headers (authorization included, unless the relay holds the credentials: --apns-key, \
+        --apns-certificate, --fcm-service-account); the client gets the upstream's status, apns-id, apns-unique-id \
         and body, and Attache-Outcome. An upstream that cannot be reached is a 503 ServiceUnavailable in \
         the provider's shape. Without --tls-certificate the relay speaks clear text (a sidecar on \
         loopback): HTTP/2 with prior knowledge, or HTTP/1.1, told apart by the client's first bytes. Attache-Deadline-Ms names the enrichment's budget, as for the \
