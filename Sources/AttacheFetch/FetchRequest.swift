@@ -32,8 +32,9 @@ public struct FetchRequest: Sendable {
     public var headers: [String] = []
     /// The body of a PUT or a POST.
     public var upload: Upload?
-    /// HTTP/2 only: over TLS as negotiated, and with prior knowledge on `http://` (an APNs or FCM
-    /// upstream, or its double on loopback); many such requests share a connection.
+    /// HTTP/2 only: over TLS as negotiated, and with prior knowledge on `http://`, as a provider's
+    /// APNs client speaks to the relay (the relay's tests send this way); many such requests over
+    /// TLS share a connection.
     public var http2Only = false
     /// Response fields to keep, in lower case (`apns-id`): the result's `headers` holds them.
     public var keepHeaders: Set<String> = []
