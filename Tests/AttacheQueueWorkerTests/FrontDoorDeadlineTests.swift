@@ -68,7 +68,7 @@ extension QueueWorkerTests {
         let relay = try buildRelayApplication(configuration: relayConfiguration, enrichment: enrichment, forwarder: forwarder, logger: Self.quiet)
         let relayed = try await relay.test(.live) { client in
             let port = try #require(client.port)
-            let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])))
+            let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]), lowSpeedTime: 0))
             defer { engine.shutdown() }
             var budgets: [Int] = []
             for (header, _) in Self.deadlineCases {

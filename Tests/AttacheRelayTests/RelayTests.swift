@@ -85,9 +85,11 @@ struct RelayClient {
     let port: Int
     let engine: FetchEngine
 
+    /// No low-speed limit: the relay may rightly take as long as enrichment and the upstream are
+    /// allowed to (a loaded machine makes a first enrichment slow); the request's deadline bounds it.
     init(port: Int) throws {
         self.port = port
-        engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!])))
+        engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]), lowSpeedTime: 0))
     }
 
     struct Answer {
