@@ -173,6 +173,10 @@ final class UpstreamConnections: Sendable {
         let sslContext = sslContext
         let origin = origin
         let watcher = GoAwayWatcher()
+        // HTTP/2 goes into the pipeline before the connection opens: the upstream's SETTINGS can
+        // arrive before the connect's future completes (happy eyeballs settles it a tick later),
+        // and bytes read with no HTTP/2 handler to take them are lost, leaving the frame decoder
+        // misaligned and every stream on that connection unanswered.
         return ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
@@ -184,17 +188,16 @@ final class UpstreamConnections: Sendable {
                         let name = origin.host.isAddressLiteral ? nil : origin.host
                         try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: name))
                     }
+                    _ = try sync.configureHTTP2Pipeline(mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
+                        stream.close()
+                    }
+                    try sync.addHandler(watcher)
                 }
             }
             .connect(host: origin.host, port: origin.port)
             .flatMap { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .client,
-                        connectionConfiguration: .init(),
-                        streamConfiguration: .init()
-                    ) { stream in stream.close() }
-                    try channel.pipeline.syncOperations.addHandler(watcher)
+                    let multiplexer = try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
                     return Connection(channel: channel, multiplexer: multiplexer, watcher: watcher)
                 }
             }
@@ -252,11 +255,17 @@ final class Connection: Sendable {
             return head
         }()
         let created = channel.eventLoop.makePromise(of: (any Channel).self)
-        multiplexer.createStreamChannel(promise: created) { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(
-                    ExchangeHandler(head: head, body: exchange.body, answer: answer, deadline: deadline)
-                )
+        // The multiplexer is the connection's event loop's alone: a stream made from another
+        // thread races with the loop's own bookkeeping (seen as streams that never opened).
+        let multiplexer = multiplexer
+        let body = exchange.body
+        channel.eventLoop.execute {
+            multiplexer.createStreamChannel(promise: created) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(
+                        ExchangeHandler(head: head, body: body, answer: answer, deadline: deadline)
+                    )
+                }
             }
         }
         created.futureResult.whenFailure { error in answer.fail(UpstreamError.unsent("\(error)")) }
