@@ -150,6 +150,8 @@ let package = Package(
             name: "AttacheRelay",
             dependencies: [
                 "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport",
+                // IPAddress: an upstream given as an address literal gets no SNI.
+                "AttacheFetch",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -267,7 +269,7 @@ let package = Package(
         .testTarget(
             name: "AttacheRelayTests",
             dependencies: [
-                "AttacheRelay", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheTesting",
+                "AttacheRelay", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -43,6 +43,19 @@ public struct MetricsPortOptionGroup: ParsableArguments {
     }
 }
 
+/// How long a client's connection may sit with nothing in flight (the service, the relay: each
+/// with its own default).
+public struct IdleTimeoutOptionGroup: ParsableArguments {
+    @Option(help: "Time a client's connection may sit idle with no request in flight before it is closed [ATTACHE_IDLE_TIMEOUT; default 60s for serve, 5m for relay, where 0 keeps it open].", transform: parseDuration)
+    var idleTimeout: Duration?
+
+    public init() {}
+
+    public func timeout(_ settings: Settings, default value: Duration) throws -> Duration {
+        try settings.duration(idleTimeout, "ATTACHE_IDLE_TIMEOUT", option: "--idle-timeout", default: value)
+    }
+}
+
 /// The media cache of the long-running commands (the service, the worker, the relay).
 public struct CacheOptionGroup: ParsableArguments {
     @Option(help: "How long a rendered media URL is reused [ATTACHE_CACHE_TTL, default 1h; 0 turns the cache off].", transform: parseDuration)

@@ -1,4 +1,3 @@
-import AttacheSupport
 import NIOCore
 import NIOSSL
 
@@ -24,8 +23,6 @@ public struct Forwarder: Sendable {
 
     let apns: UpstreamConnections
     let fcm: UpstreamConnections
-    let apnsPrefix: String
-    let fcmPrefix: String
 
     /// Connections to `configuration`'s upstreams, trusting its `upstreamCA` when given and
     /// presenting its APNs client certificate to Apple when given. Nothing is opened until the
@@ -38,17 +35,12 @@ public struct Forwarder: Sendable {
             apnsTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.keyPath, format: .pem))
         }
         let connections = max(2, System.coreCount)
-        func origin(_ url: String) throws -> (UpstreamConnections.Origin, String) {
+        func origin(_ url: String) throws -> UpstreamConnections.Origin {
             guard let origin = UpstreamConnections.Origin(url: url) else { throw RelayConfiguration.InvalidUpstream(url: url) }
-            let path = url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }
-            return (origin, String(path).withoutTrailingSlash)
+            return origin
         }
-        let (apnsOrigin, apnsPrefix) = try origin(configuration.apnsUpstream)
-        let (fcmOrigin, fcmPrefix) = try origin(configuration.fcmUpstream)
-        apns = try UpstreamConnections(origin: apnsOrigin, tls: apnsTLS, connections: connections)
-        fcm = try UpstreamConnections(origin: fcmOrigin, tls: tls, connections: connections)
-        self.apnsPrefix = apnsPrefix
-        self.fcmPrefix = fcmPrefix
+        apns = try UpstreamConnections(origin: try origin(configuration.apnsUpstream), tls: apnsTLS, connections: connections)
+        fcm = try UpstreamConnections(origin: try origin(configuration.fcmUpstream), tls: tls, connections: connections)
     }
 
     /// `fields` are the client's request fields (lower-case names), passed on but for the hop's
@@ -57,7 +49,7 @@ public struct Forwarder: Sendable {
                  timeout: Duration) async throws -> Answer {
         let upstream = provider == .apns ? apns : fcm
         let exchange = UpstreamConnections.Exchange(
-            path: (provider == .apns ? apnsPrefix : fcmPrefix) + path,
+            path: upstream.origin.pathPrefix + path,
             fields: fields.filter { !Self.hopFields.contains($0.name) },
             body: body
         )

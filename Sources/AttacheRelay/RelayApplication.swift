@@ -24,7 +24,7 @@ public func buildRelayApplication(
     // HTTP/1.1 the same headers; bodies are capped by `maxBodyBytes` as they are read.
     let idle = configuration.idleTimeout
     let http2 = HTTP2Channel.Configuration(idleTimeout: idle, streamConfiguration: .init(
-        additionalChannelHandlers: [EmptyBodyAsEndOfHeaders.Installer()],
+        additionalChannelHandlers: [LastFrameEndsStream.Installer()],
         idleTimeout: nil, httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024)
     ))
     let http1 = HTTP1Channel.Configuration(idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },

@@ -108,7 +108,7 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
 /// empty one and drops the connection with every notification in flight on it. So each HEADERS or
 /// DATA frame without END_STREAM is held until the next write: an empty closing DATA frame is
 /// folded into it.
-final class EmptyBodyAsEndOfHeaders: ChannelOutboundHandler, RemovableChannelHandler {
+final class LastFrameEndsStream: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
     private var held: (frame: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
@@ -160,7 +160,7 @@ final class EmptyBodyAsEndOfHeaders: ChannelOutboundHandler, RemovableChannelHan
         typealias InboundIn = Never
 
         func handlerAdded(context: ChannelHandlerContext) {
-            try? context.pipeline.syncOperations.addHandler(EmptyBodyAsEndOfHeaders(), position: .first)
+            try? context.pipeline.syncOperations.addHandler(LastFrameEndsStream(), position: .first)
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }

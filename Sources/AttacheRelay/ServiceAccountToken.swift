@@ -31,7 +31,6 @@ public actor ServiceAccountToken {
     let key: _RSA.Signing.PrivateKey
     let tokenURL: String
     private let endpoint: UpstreamConnections
-    private let path: String
     private var current: (bearer: String, expires: Int64)?
     private var buying: Task<(bearer: String, expires: Int64), any Error>?
 
@@ -52,7 +51,6 @@ public actor ServiceAccountToken {
         guard let origin = UpstreamConnections.Origin(url: tokenURL) else {
             throw Invalid(description: "the service account's token_uri is not an http(s) URL: \(tokenURL)")
         }
-        path = String(tokenURL.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" })
         endpoint = try UpstreamConnections(origin: origin, tls: .upstream(caFile: caFile), connections: 1)
     }
 
@@ -80,7 +78,7 @@ public actor ServiceAccountToken {
     private func buy(now: Int64) async throws -> (bearer: String, expires: Int64) {
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + (try assertion(now: now))
         let answer = try await endpoint.send(
-            .init(path: path.isEmpty ? "/" : path, fields: [(name: "content-type", value: "application/x-www-form-urlencoded")],
+            .init(path: endpoint.origin.pathPrefix.isEmpty ? "/" : endpoint.origin.pathPrefix, fields: [(name: "content-type", value: "application/x-www-form-urlencoded")],
                   body: ByteBuffer(string: form)),
             deadline: .now() + .seconds(10)
         )

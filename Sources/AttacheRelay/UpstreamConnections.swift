@@ -1,3 +1,5 @@
+import AttacheFetch
+import AttacheSupport
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -36,8 +38,12 @@ final class UpstreamConnections: Sendable {
         var tls: Bool
         var host: String
         var port: Int
+        /// The `:authority` of a request: the host, and the port when it is not the scheme's.
+        var authority: String
+        /// The URL's path without its trailing slash, put before each request's path ("" for none).
+        var pathPrefix: String
 
-        /// `https://api.push.apple.com`, `http://127.0.0.1:8080/…`: scheme, host and port.
+        /// `https://api.push.apple.com`, `http://127.0.0.1:8080/…`: scheme, host, port and path.
         init?(url: String) {
             let tls: Bool
             let rest: Substring
@@ -69,12 +75,9 @@ final class UpstreamConnections: Sendable {
             self.tls = tls
             self.host = String(host)
             self.port = port
-        }
-
-        /// The `:authority` of a request: the host, and the port when it is not the scheme's.
-        var authority: String {
-            let shown = host.contains(":") ? "[\(host)]" : host
-            return port == (tls ? 443 : 80) ? shown : "\(shown):\(port)"
+            let shown = host.contains(":") ? "[\(host)]" : String(host)
+            self.authority = port == (tls ? 443 : 80) ? shown : "\(shown):\(port)"
+            pathPrefix = String(rest.dropFirst(authority.count)).withoutTrailingSlash
         }
     }
 
@@ -185,7 +188,7 @@ final class UpstreamConnections: Sendable {
                     let sync = channel.pipeline.syncOperations
                     if let sslContext {
                         // SNI takes a name, not an address literal.
-                        let name = origin.host.isAddressLiteral ? nil : origin.host
+                        let name = IPAddress(origin.host) == nil ? origin.host : nil
                         try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: name))
                     }
                     _ = try sync.configureHTTP2Pipeline(mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
@@ -216,13 +219,6 @@ final class UpstreamConnections: Sendable {
             case .empty: break
             }
         }
-    }
-}
-
-extension String {
-    /// An IPv4 or IPv6 address written out, as opposed to a name.
-    var isAddressLiteral: Bool {
-        contains(":") || (split(separator: ".").count == 4 && allSatisfy { $0.isNumber || $0 == "." })
     }
 }
 

@@ -45,8 +45,7 @@ struct Relay: LongRunningCommand {
     @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
     var upstreamTimeout: Duration?
 
-    @Option(help: "A client's connection with nothing in flight for this long is closed; 0 keeps it open [ATTACHE_IDLE_TIMEOUT, default 5m].", transform: parseDuration)
-    var idleTimeout: Duration?
+    @OptionGroup var idle: IdleTimeoutOptionGroup
 
     @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
     var upstreamCa: String?
@@ -104,8 +103,8 @@ struct Relay: LongRunningCommand {
         }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
-        let idle = try settings.duration(idleTimeout, "ATTACHE_IDLE_TIMEOUT", option: "--idle-timeout", default: .seconds(300))
-        relay.idleTimeout = idle > .zero ? idle : nil
+        let idleTimeout = try idle.timeout(settings, default: .seconds(300))
+        relay.idleTimeout = idleTimeout > .zero ? idleTimeout : nil
         relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
         switch (settings.string(apnsCertificate, "ATTACHE_APNS_CERTIFICATE"), settings.string(apnsCertificateKey, "ATTACHE_APNS_CERTIFICATE_KEY")) {
         case (let certificate?, let key?): relay.apnsCertificate = .init(certificatePath: certificate, keyPath: key)

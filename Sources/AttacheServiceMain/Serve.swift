@@ -47,8 +47,7 @@ struct Serve: LongRunningCommand {
     @Option(help: "Time a request has to send its body, after its headers [ATTACHE_BODY_TIMEOUT, default 10s].", transform: parseDuration)
     var bodyTimeout: Duration?
 
-    @Option(help: "Time a keep-alive connection may sit idle between requests [ATTACHE_IDLE_TIMEOUT, default 60s].", transform: parseDuration)
-    var idleTimeout: Duration?
+    @OptionGroup var idle: IdleTimeoutOptionGroup
 
     @Option(help: "Connections open at once; past that, requests are answered 503 and their connections closed [ATTACHE_MAX_CONNECTIONS, default 4096].")
     var maxConnections: Int?
@@ -75,7 +74,7 @@ struct Serve: LongRunningCommand {
         var limits = server.connections
         limits.headerTimeout = try settings.duration(headerTimeout, "ATTACHE_HEADER_TIMEOUT", option: "--header-timeout", default: limits.headerTimeout)
         limits.bodyTimeout = try settings.duration(bodyTimeout, "ATTACHE_BODY_TIMEOUT", option: "--body-timeout", default: limits.bodyTimeout)
-        limits.idleTimeout = try settings.duration(idleTimeout, "ATTACHE_IDLE_TIMEOUT", option: "--idle-timeout", default: limits.idleTimeout)
+        limits.idleTimeout = try idle.timeout(settings, default: limits.idleTimeout)
         limits.maxConnections = try settings.int(maxConnections, "ATTACHE_MAX_CONNECTIONS", option: "--max-connections", default: limits.maxConnections, in: 1...1_000_000)
         server.connections = limits
 

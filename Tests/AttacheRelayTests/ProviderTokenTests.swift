@@ -1,3 +1,4 @@
+import AttacheSupport
 import Crypto
 import Foundation
 import Testing
@@ -5,9 +6,7 @@ import Testing
 
 @Suite struct ProviderTokenTests {
     static func decode(_ part: Substring) -> [UInt8] {
-        var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        return Array(Data(base64Encoded: text) ?? Data())
+        Base64.decode(part) ?? []
     }
 
     /// A JWT Apple can check: ES256 over `header.claims`, the key id in the header, the team and the
