@@ -173,6 +173,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `attache lab`: a page in the browser that runs payloads through the enrichment, streams
+        // their stages live, previews the notification and sweeps deadlines × faults. Served by
+        // the service's HTTP stack (its auth, error shape and media route come from there).
+        .target(
+            name: "AttacheLab",
+            dependencies: [
+                "Attache", "AttacheFetch", "AttacheHTTPService", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTimeline",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // `attache batch`: the runner, ordered and resumable output, the ledger.
         .target(name: "AttacheBatch", dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"], swiftSettings: strict),
         // `attache timeline`: the renderer and the deadline sweep.
@@ -227,7 +241,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -275,6 +289,16 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "AttacheLabTests",
+            dependencies: [
+                "AttacheLab", "Attache", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTesting", "AttacheTimeline",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

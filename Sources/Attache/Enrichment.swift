@@ -22,6 +22,8 @@ extension Enrichment {
         public var store: StoreLocation = .directory
         public var publicBaseURL: String?
         public var allowedAddresses: [CIDR] = []
+        /// Single sockets media may come from whatever their address (the lab's own fault origin).
+        public var allowedEndpoints: [AddressPolicy.Endpoint] = []
         public var thumbnailSize = 320
         public var displaySize = 1080
         public var maxPayloadBytes = PayloadBudget.apns
@@ -79,7 +81,7 @@ public struct Enrichment: Sendable {
                 store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
             }
             let engine = try FetchEngine(
-                configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses), proxy: options.proxy,
+                configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses, allowedEndpoints: options.allowedEndpoints), proxy: options.proxy,
                                      tempDirectory: scratch.path),
                 logger: logger
             )
@@ -111,13 +113,16 @@ public struct Enrichment: Sendable {
     /// Enriches one payload with the default media extension, under the configured deadline or
     /// the one given.
     /// `logger` carries the caller's request metadata; each attachment that fails is logged there.
+    /// `observer` is told each attachment's report as it changes (see `ReportObserver`).
     public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil,
-                       logger: Logger = ExtensionRuntime.silent) async throws(PayloadError) -> Emission {
+                       logger: Logger = ExtensionRuntime.silent, observer: ReportObserver? = nil) async throws(PayloadError) -> Emission {
         let services = self.services
         var runtime = self.runtime
         if let deadline { runtime.configuration.deadline = deadline }
-        if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger) { return fcm }
-        return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension() }
+        if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger, observer: observer) {
+            return fcm
+        }
+        return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension(observer: observer) }
     }
 
     /// The original payload, answered at once with a reason (for example `overloaded`).

@@ -60,10 +60,16 @@ public final class MediaServices: Sendable {
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
     /// `androidCopy`: each image also gets an Android copy (an FCM send request's).
-    public func makeExtension(androidCopy: Bool = false) -> MediaEnricher {
-        MediaEnricher(services: self, androidCopy: androidCopy)
+    /// `observer` is told each attachment's report whenever it changes (a stage measured, an
+    /// outcome reached): what the lab streams to its page while the payload is still in flight.
+    public func makeExtension(androidCopy: Bool = false, observer: ReportObserver? = nil) -> MediaEnricher {
+        MediaEnricher(services: self, androidCopy: androidCopy, observer: observer)
     }
 }
+
+/// Told an attachment's report each time it changes; called from the enrichment's tasks, so it
+/// must return quickly.
+public typealias ReportObserver = @Sendable (_ index: Int, _ report: AttachmentReport) -> Void
 
 /// The default extension: finds media in every dialect, fetches, validates, renders, stores and
 /// attaches it.
@@ -81,10 +87,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private let traces: [FetchTrace]
 
     private let androidCopy: Bool
+    private let observer: ReportObserver?
 
-    init(services: MediaServices, androidCopy: Bool = false) {
+    init(services: MediaServices, androidCopy: Bool = false, observer: ReportObserver? = nil) {
         self.services = services
         self.androidCopy = androidCopy
+        self.observer = observer
         self.traces = (0..<max(1, services.configuration.dialects.maxAttachments)).map { _ in FetchTrace() }
     }
 
@@ -104,6 +112,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             s.request = request
             s.mediaRequests = mediaRequests
             s.reports = mediaRequests.map { AttachmentReport(id: $0.id, source: $0.url) }
+        }
+        if let observer {
+            for (index, media) in mediaRequests.enumerated() { observer(index, AttachmentReport(id: media.id, source: media.url)) }
         }
         await withTaskGroup(of: Void.self) { group in
             for (index, media) in mediaRequests.enumerated() {
@@ -169,7 +180,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
-        state.withLock { change(&$0.reports[index]) }
+        let report = state.withLock { s in
+            change(&s.reports[index])
+            return s.reports[index]
+        }
+        observer?(index, report)
     }
 
     /// Marks one attachment failed, and logs it (once: each attachment fails at most once).
@@ -230,11 +245,14 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             } else {
                 entry = try await fetchAndRender(media, index: index, deadline: deadline)
             }
-            state.withLock { s in
+            // The entry and the outcome together: a snapshot at the deadline sees both or neither.
+            let report = state.withLock { s in
                 s.entries[index] = entry
                 s.reports[index].outcome = .attached
                 s.reports[index].androidURL = entry.androidURL
+                return s.reports[index]
             }
+            observer?(index, report)
         } catch {
             // One rule for "timed out": the work was cancelled, which happens only at the
             // deadline (whatever error the cancelled stage threw on its way out).

@@ -72,7 +72,7 @@ public struct AttachmentReport: Sendable, Equatable {
         self.outcome = outcome
     }
 
-    var json: JSONValue {
+    public var json: JSONValue {
         var o = JSONObject()
         o["id"] = .string(id)
         o["source"] = .string(source)
@@ -135,7 +135,7 @@ public struct EnrichReport: Sendable {
 
 extension JSONValue {
     /// Milliseconds with one decimal.
-    static func milliseconds(_ value: Double) -> JSONValue {
+    public static func milliseconds(_ value: Double) -> JSONValue {
         .double((value * 10).rounded() / 10)
     }
 }

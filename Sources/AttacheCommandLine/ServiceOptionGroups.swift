@@ -30,6 +30,19 @@ public struct HostOptionGroup: ParsableArguments {
     }
 }
 
+/// The service's bearer tokens: what `/v1/*` and `/metrics` require, and what the lab requires
+/// when it listens beyond loopback.
+public struct TokenOptionGroup: ParsableArguments {
+    @Option(help: "Bearer token for /v1/* and /metrics (the lab: for its API); repeatable for rotation [ATTACHE_TOKENS, comma-separated].")
+    var token: [String] = []
+
+    public init() {}
+
+    public func tokens(_ settings: Settings) -> [String] {
+        settings.list(token, "ATTACHE_TOKENS")
+    }
+}
+
 /// `/healthz` and `/metrics` on a port of their own (the worker, the relay).
 public struct MetricsPortOptionGroup: ParsableArguments {
     @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")

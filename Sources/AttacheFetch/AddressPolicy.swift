@@ -5,9 +5,22 @@
 public struct AddressPolicy: Sendable {
     /// Networks the operator explicitly allowed (`--allow-address`); empty by default.
     public var allowed: [CIDR]
+    /// Single sockets allowed whatever their address: a tool's own loopback server (the lab's
+    /// fault origin), reachable while every other port on loopback stays denied.
+    public var allowedEndpoints: [Endpoint]
 
-    public init(allowed: [CIDR] = []) {
+    public struct Endpoint: Sendable, Equatable {
+        public var address: IPAddress
+        public var port: Int
+        public init(address: IPAddress, port: Int) {
+            self.address = address
+            self.port = port
+        }
+    }
+
+    public init(allowed: [CIDR] = [], allowedEndpoints: [Endpoint] = []) {
         self.allowed = allowed
+        self.allowedEndpoints = allowedEndpoints
     }
 
     /// Every address allowed: for traffic to a configured endpoint (an object store, the relay's
@@ -20,7 +33,9 @@ public struct AddressPolicy: Sendable {
         case deny(String)
     }
 
-    public func judge(_ address: IPAddress) -> Verdict {
+    /// `port`: the socket's, when it is known (an address literal judged before connecting has none).
+    public func judge(_ address: IPAddress, port: Int? = nil) -> Verdict {
+        if let port, allowedEndpoints.contains(Endpoint(address: address, port: port)) { return .allow }
         if allowed.contains(where: { $0.contains(address) }) { return .allow }
         // An IPv4 address carried inside IPv6 is judged as the IPv4 address it reaches.
         if let embedded = Self.embeddedIPv4(address) {
@@ -45,7 +60,8 @@ public struct AddressPolicy: Sendable {
         ("2001:20::/28", "orchid"),
     ].map { (CIDR($0.0)!, $0.1) }
 
-    static func classify(_ address: IPAddress) -> String? {
+    /// The special-purpose range an address is in (`loopback`, `private`, …), nil for a public one.
+    public static func classify(_ address: IPAddress) -> String? {
         if address.isIPv4 {
             if address.bytes == [255, 255, 255, 255] { return "broadcast" }
             return ipv4Denied.first { $0.0.contains(address) }?.1

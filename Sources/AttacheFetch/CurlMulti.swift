@@ -529,12 +529,13 @@ private let curlOpenSocket: attache_curl_opensocket_fn = { user, purpose, addres
     guard let user, let address else { return attache_curl_socket_bad() }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
     var raw = [UInt8](repeating: 0, count: 16)
-    let family = attache_curl_sockaddr_ip(address, &raw)
+    var port: UInt16 = 0
+    let family = attache_curl_sockaddr_ip(address, &raw, &port)
     guard family != 0, let ip = IPAddress(bytes: Array(raw.prefix(family == 4 ? 4 : 16))) else {
         transfer.deniedAddress = "non-IP address"
         return attache_curl_socket_bad()
     }
-    if case .deny(let range) = transfer.policy.judge(ip) {
+    if case .deny(let range) = transfer.policy.judge(ip, port: Int(port)) {
         transfer.deniedAddress = "\(ip) (\(range))"
         return attache_curl_socket_bad()
     }

@@ -130,6 +130,9 @@ public final class FetchEngine: Sendable {
         for cidr in configuration.policy.allowed {
             logger.notice("address allowance in force", metadata: ["attache.fetch.allowed": "\(cidr)"])
         }
+        for endpoint in configuration.policy.allowedEndpoints {
+            logger.debug("socket allowance in force", metadata: ["attache.fetch.allowed": "\(endpoint.address) port \(endpoint.port)"])
+        }
         // The thread holds the engine only while it loops, and says so when it has let go: a
         // process may then exit without libcurl or the engine being freed under its feet.
         startDetachedThread(name: "attache-fetch") { [weak self, exited] in

@@ -4,14 +4,14 @@ import Hummingbird
 /// Requires `Authorization: Bearer <token>` on the routes of the group it guards (`/v1/enrich`,
 /// `/metrics`) when tokens are configured. Tokens are compared in constant time; a refused request
 /// never reaches a handler (no fetch).
-struct BearerAuth<Context: RequestContext>: RouterMiddleware {
+public struct BearerAuth<Context: RequestContext>: RouterMiddleware {
     let tokens: [[UInt8]]
 
-    init(tokens: [String]) {
+    public init(tokens: [String]) {
         self.tokens = tokens.map { Array($0.utf8) }
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard !tokens.isEmpty else { return try await next(request, context) }
         let header = request.headers[.authorization] ?? ""
         let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []

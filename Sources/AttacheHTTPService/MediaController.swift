@@ -11,10 +11,14 @@ extension HTTPField.Name {
     static let contentTypeOptions = Self("X-Content-Type-Options")!
 }
 
-struct MediaController: Sendable {
+public struct MediaController: Sendable {
     let directory: String
 
-    func register(on router: some RouterMethods<AttacheRequestContext>) {
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    public func register(on router: some RouterMethods<AttacheRequestContext>) {
         router.get("/media/{name}") { request, context in try await serve(request, context: context, head: false) }
         router.head("/media/{name}") { request, context in try await serve(request, context: context, head: true) }
     }

@@ -11,8 +11,8 @@ struct Origin: AsyncParsableCommand {
         commandName: "origin",
         abstract: "Serve a folder of media on loopback with faults chosen per request (for tests, demos, timing).",
         discussion: """
-        Faults are query parameters on any path: delay=MS, status=N, type=MIME, rate=BYTES_PER_S, stall=1, \
-        hang=1, truncate=N, reset=N, length=N, endless=1, redirect=N, location=URL, encoding=NAME, \
+        Faults are query parameters on any path: delay=MS, status=N, type=MIME, rate=BYTES_PER_S, stall=1 (or N or P% of the body, then nothing), \
+        hang=1, truncate=N|P%, reset=N|P%, length=N, endless=1, redirect=N, location=URL, encoding=NAME, \
         profile=3g|lte|wifi. Example: /cat.jpg?delay=2000&rate=4096. Or per path, from a JSON file given \
         with --faults: {"/cat.jpg": "profile=3g", "/broken.jpg": "truncate=1000"} (a request's own query wins).
         """

@@ -58,6 +58,18 @@ struct Relay: ServiceCommand {
     var arguments: [String] = []
 }
 
+struct Lab: ServiceCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lab",
+        abstract: "Open a page in the browser that runs a payload through the enrichment live: its timeline, result, device previews and a deadline sweep.",
+        discussion: "Runs `attache-serve lab` from the directory of attache (else from PATH); `attache lab --help` lists its options."
+    )
+    static let handOver = ["lab"]
+
+    @Argument(parsing: .captureForPassthrough, help: "Options of the lab.")
+    var arguments: [String] = []
+}
+
 /// Reads the settings with the long-running commands' own code, which lives in attache-serve.
 struct Config: ServiceCommand {
     static let configuration = CommandConfiguration(
@@ -73,7 +85,7 @@ struct Config: ServiceCommand {
 
 enum ServerLauncher {
     static let name = "attache-serve"
-    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Config.self]
+    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Lab.self, Config.self]
 
     /// Replaces this process with attache-serve; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {

@@ -103,11 +103,12 @@ struct OriginConnection {
         headers.append("Content-Length: \(fault.declaredLength ?? bytes.count)")
         guard send(head(status, headers)) else { return false }
         if request.method == "HEAD" { return true }
-        if fault.stall {
+        if let stall = fault.stallAt {
+            _ = sendBody(Array(bytes.prefix(stall.offset(in: bytes.count))), bytesPerSecond: fault.bytesPerSecond)
             waitUntilStopped(maxMs: 600_000)
             return false
         }
-        let limit = [fault.truncateAt, fault.resetAt].compactMap { $0 }.min() ?? bytes.count
+        let limit = [fault.truncateAt, fault.resetAt].compactMap { $0?.offset(in: bytes.count) }.min() ?? bytes.count
         let sent = sendBody(Array(bytes.prefix(limit)), bytesPerSecond: fault.bytesPerSecond)
         if fault.resetAt != nil {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

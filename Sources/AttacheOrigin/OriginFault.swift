@@ -8,9 +8,10 @@
 /// | `type=MIME` | lie about Content-Type |
 /// | `rate=BYTES_PER_S` | send the body at that bandwidth (a drip at small values) |
 /// | `stall=1` | send headers, then never the body |
+/// | `stall=N` or `stall=P%` | send that much of the body, then nothing more (connection left open) |
 /// | `hang=1` | accept the request and never answer at all |
-/// | `truncate=N` | declare the full length, send N bytes, close |
-/// | `reset=N` | send N bytes, then reset the connection |
+/// | `truncate=N` or `truncate=P%` | declare the full length, send that much, close |
+/// | `reset=N` or `reset=P%` | send that much, then reset the connection |
 /// | `length=N` | declare Content-Length N whatever the body is |
 /// | `endless=1` | chunked body that never ends |
 /// | `redirect=N` | a chain of N redirects back to the same path |
@@ -18,14 +19,38 @@
 /// | `encoding=NAME` | add `Content-Encoding: NAME`, body unchanged |
 /// | `profile=3g\|lte\|wifi` | network profile: latency before headers and bandwidth |
 public struct OriginFault: Sendable, Equatable {
+    /// A point in the body: a byte count, or a share of the body (`50%`: the middle).
+    public enum BodyMark: Sendable, Equatable {
+        case bytes(Int)
+        case percent(Int)
+
+        init?(_ text: String) {
+            if text.hasSuffix("%") {
+                guard let p = Int(text.dropLast()), (0...100).contains(p) else { return nil }
+                self = .percent(p)
+            } else {
+                guard let n = Int(text), n >= 0 else { return nil }
+                self = .bytes(n)
+            }
+        }
+
+        public func offset(in length: Int) -> Int {
+            switch self {
+            case .bytes(let n): return min(n, length)
+            case .percent(let p): return length * p / 100
+            }
+        }
+    }
+
     public var delayMs = 0
     public var status = 200
     public var contentType: String?
     public var bytesPerSecond: Int?
-    public var stall = false
+    /// Where the body stops coming (the connection stays open): `.bytes(0)` is `stall=1`.
+    public var stallAt: BodyMark?
     public var hang = false
-    public var truncateAt: Int?
-    public var resetAt: Int?
+    public var truncateAt: BodyMark?
+    public var resetAt: BodyMark?
     public var declaredLength: Int?
     public var endless = false
     public var redirects = 0
@@ -48,10 +73,11 @@ public struct OriginFault: Sendable, Equatable {
         if let v = query["status"].flatMap(Int.init) { status = v }
         contentType = query["type"]
         if let v = query["rate"].flatMap(Int.init), v > 0 { bytesPerSecond = v }
-        stall = query["stall"] == "1"
+        // `stall=1` predates byte counts: it stalls before the first byte.
+        stallAt = query["stall"] == "1" ? .bytes(0) : query["stall"].flatMap(BodyMark.init)
         hang = query["hang"] == "1"
-        truncateAt = query["truncate"].flatMap(Int.init)
-        resetAt = query["reset"].flatMap(Int.init)
+        truncateAt = query["truncate"].flatMap(BodyMark.init)
+        resetAt = query["reset"].flatMap(BodyMark.init)
         declaredLength = query["length"].flatMap(Int.init)
         endless = query["endless"] == "1"
         redirects = query["redirect"].flatMap(Int.init) ?? 0

@@ -21,10 +21,18 @@ public struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public let code: Code
     public let message: String
+    /// Where invalid JSON went wrong: 1-based line and column (columns count characters, not
+    /// bytes), as an editor shows them.
+    public let location: (line: Int, column: Int)?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, location: (line: Int, column: Int)? = nil) {
         self.code = code
         self.message = message
+        self.location = location
+    }
+
+    public static func == (a: PayloadError, b: PayloadError) -> Bool {
+        a.code == b.code && a.message == b.message && a.location?.line == b.location?.line && a.location?.column == b.location?.column
     }
 
     public var description: String { message }
@@ -63,7 +71,22 @@ public struct JSONParser: Sendable {
         }
 
         func error(_ message: String) -> PayloadError {
-            PayloadError(.invalidJSON, "invalid JSON at byte \(position): \(message)")
+            let (line, column) = location(of: position)
+            return PayloadError(.invalidJSON, "invalid JSON at line \(line), column \(column): \(message)", location: (line, column))
+        }
+
+        /// Line and column of a byte offset: a column counts UTF-8 lead bytes since the line began.
+        func location(of offset: Int) -> (Int, Int) {
+            var line = 1, column = 1
+            for b in bytes[..<min(offset, bytes.count)] {
+                if b == 0x0a {
+                    line += 1
+                    column = 1
+                } else if b & 0xC0 != 0x80 {
+                    column += 1
+                }
+            }
+            return (line, column)
         }
 
         var peek: UInt8? { position < bytes.count ? bytes[position] : nil }

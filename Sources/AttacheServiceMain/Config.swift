@@ -18,10 +18,10 @@ struct Config: AsyncParsableCommand {
     )
 
     enum Target: String, ExpressibleByArgument, CaseIterable {
-        case serve, worker, relay, enrich
+        case serve, worker, relay, lab, enrich
     }
 
-    @Argument(help: "The command whose settings to show: serve, worker, relay or enrich (also batch's and timeline's).")
+    @Argument(help: "The command whose settings to show: serve, worker, relay, lab or enrich (also batch's and timeline's).")
     var command: Target = .serve
 
     @Argument(parsing: .captureForPassthrough, help: "That command's flags.")
@@ -33,6 +33,7 @@ struct Config: AsyncParsableCommand {
         case .serve: _ = try await Serve.parse(arguments).setUp(recording: record)
         case .worker: _ = try await Worker.parse(arguments).setUp(recording: record)
         case .relay: _ = try await Relay.parse(arguments).setUp(recording: record)
+        case .lab: _ = try await Lab.parse(arguments).setUp(recording: record)
         case .enrich:
             // What the one-shot commands read: the environment as they see it (no file).
             let settings = Settings(ProcessEnvironment(), record: record)

@@ -10,6 +10,8 @@ enum Entry {
             await Worker.main(Array(arguments.dropFirst()))
         } else if arguments.first == "relay" {
             await Relay.main(Array(arguments.dropFirst()))
+        } else if arguments.first == "lab" {
+            await Lab.main(Array(arguments.dropFirst()))
         } else if arguments.first == "config" {
             await Config.main(Array(arguments.dropFirst()))
         } else {

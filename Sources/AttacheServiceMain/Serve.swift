@@ -36,8 +36,7 @@ struct Serve: LongRunningCommand {
     @Option(help: "Enrichments at once before answering `overloaded` [ATTACHE_MAX_IN_FLIGHT, default 256].")
     var maxInFlight: Int?
 
-    @Option(help: "Bearer token for /v1/* and /metrics; repeatable for rotation [ATTACHE_TOKENS, comma-separated].")
-    var token: [String] = []
+    @OptionGroup var token: TokenOptionGroup
 
     @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
 
@@ -69,7 +68,7 @@ struct Serve: LongRunningCommand {
         var server = ServerConfiguration()
         server.host = host.host(settings)
         server.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: server.port, in: 0...65535)
-        server.tokens = settings.list(token, "ATTACHE_TOKENS")
+        server.tokens = token.tokens(settings)
         server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
         var limits = server.connections
         limits.headerTimeout = try settings.duration(headerTimeout, "ATTACHE_HEADER_TIMEOUT", option: "--header-timeout", default: limits.headerTimeout)

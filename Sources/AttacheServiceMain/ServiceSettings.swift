@@ -46,13 +46,14 @@ extension Settings {
         return Settings(ConfigurationSource(environment: environment, file: ConfigReader(provider: file)), record: record)
     }
 
-    /// Every name the service, the worker and the relay read: their own readers, run against a
+    /// Every name the service, the worker, the relay and the lab read: their own readers, run against a
     /// source that answers nothing (every `ATTACHE_*` read is unconditional, so each is asked for).
     static let longRunningSettings: Set<String> = {
         let names = NameCollector()
         _ = try? Serve.parse([]).configure(Settings(names))
         _ = try? Worker.parse([]).configure(Settings(names))
         _ = try? Relay.parse([]).configure(Settings(names))
+        _ = try? Lab.parse([]).configure(Settings(names))
         return names.asked.withLock { $0 }.union(["ATTACHE_CONFIG_FILE"])
     }()
 }

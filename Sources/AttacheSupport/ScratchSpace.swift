@@ -56,7 +56,7 @@ public struct ScratchSpace: Sendable {
     }
 
     /// A directory of plain files (no deeper levels are made here), then the directory itself.
-    static func removeTree(_ directory: String) {
+    public static func removeTree(_ directory: String) {
         for name in (try? directoryEntries(directory)) ?? [] { unlink("\(directory)/\(name)") }
         rmdir(directory)
     }

@@ -8,7 +8,9 @@ public struct TimelineRenderer: Sendable {
         self.report = report
     }
 
-    static let stages: [(name: String, symbol: Character, color: String)] = [
+    /// The stages drawn, in order, each with its text symbol and its colour (the lab's page draws
+    /// with these too).
+    public static let stages: [(name: String, symbol: Character, color: String)] = [
         ("dns", "d", "#8e7cc3"), ("connect", "c", "#6fa8dc"), ("tls", "t", "#76a5af"), ("first_byte", "w", "#ffd966"),
         ("download", "=", "#93c47d"), ("inspect", "i", "#f6b26b"), ("render", "r", "#e06666"), ("store", "s", "#a61c00"),
     ]
@@ -119,7 +121,7 @@ public struct TimelineRenderer: Sendable {
         return span / 10
     }
 
-    static func escape(_ s: String) -> String {
+    public static func escape(_ s: String) -> String {
         s.replacingEvery("&", "&amp;").replacingEvery("<", "&lt;").replacingEvery(">", "&gt;")
     }
 }

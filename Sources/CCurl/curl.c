@@ -2,6 +2,7 @@
 // direct calls only.
 #define CURL_DISABLE_TYPECHECK 1
 #include <dlfcn.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,15 +101,17 @@ const char *attache_curl_multi_strerror(CURLMcode code) { return C(curl_multi_st
 
 CURLcode attache_curl_msg_result(const CURLMsg *msg) { return msg->data.result; }
 
-int attache_curl_sockaddr_ip(const struct curl_sockaddr *a, unsigned char out[16]) {
+int attache_curl_sockaddr_ip(const struct curl_sockaddr *a, unsigned char out[16], unsigned short *port) {
     if (a->family == AF_INET && a->addrlen >= sizeof(struct sockaddr_in)) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)&a->addr;
         memcpy(out, &in->sin_addr, 4);
+        *port = ntohs(in->sin_port);
         return 4;
     }
     if (a->family == AF_INET6 && a->addrlen >= sizeof(struct sockaddr_in6)) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->addr;
         memcpy(out, &in6->sin6_addr, 16);
+        *port = ntohs(in6->sin6_port);
         return 6;
     }
     return 0;

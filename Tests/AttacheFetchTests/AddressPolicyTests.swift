@@ -34,6 +34,15 @@ import Testing
         #expect(allowing.judge(try #require(IPAddress("::1"))) != .allow)
     }
 
+    @Test func endpointAllowanceOpensOnlyItsPort() throws {
+        let loopback = try #require(IPAddress("127.0.0.1"))
+        let allowing = AddressPolicy(allowedEndpoints: [.init(address: loopback, port: 8765)])
+        #expect(allowing.judge(loopback, port: 8765) == .allow)
+        #expect(allowing.judge(loopback, port: 8766) != .allow)
+        #expect(allowing.judge(loopback) != .allow)
+        #expect(allowing.judge(try #require(IPAddress("127.0.0.2")), port: 8765) != .allow)
+    }
+
     @Test func parsesCIDRs() {
         #expect(CIDR("10.0.0.0/8")?.contains(IPAddress("10.200.1.1")!) == true)
         #expect(CIDR("fd00::/8")?.contains(IPAddress("fd00::5")!) == true)

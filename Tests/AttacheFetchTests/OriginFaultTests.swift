@@ -105,8 +105,11 @@ import AttacheOrigin
             "reset": "4", "length": "9", "endless": "1", "redirect": "2", "location": "/z", "encoding": "gzip",
         ])
         #expect(f.delayMs == 5 && f.status == 418 && f.contentType == "x/y" && f.bytesPerSecond == 7)
-        #expect(f.stall && f.hang && f.endless && f.truncateAt == 3 && f.resetAt == 4 && f.declaredLength == 9)
+        #expect(f.stallAt == .bytes(0) && f.hang && f.endless && f.truncateAt == .bytes(3) && f.resetAt == .bytes(4) && f.declaredLength == 9)
         #expect(f.redirects == 2 && f.location == "/z" && f.encoding == "gzip")
+        let marks = OriginFault(query: ["stall": "50%", "truncate": "200", "reset": "101%"])
+        #expect(marks.stallAt == .percent(50) && marks.stallAt?.offset(in: 1000) == 500)
+        #expect(marks.truncateAt?.offset(in: 100) == 100 && marks.resetAt == nil)
         let lte = OriginFault(query: ["profile": "lte"])
         #expect(lte.delayMs == 60 && lte.bytesPerSecond == 1_500 * 1024)
     }

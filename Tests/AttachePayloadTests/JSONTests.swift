@@ -25,6 +25,19 @@ import Testing
         #expect(throws: PayloadError.self) { try JSONParser().parse(Array(text.utf8)) }
     }
 
+    @Test func invalidJSONIsPlacedByLineAndColumn() {
+        // The column counts characters: "é" is two bytes and one column.
+        let text = "{\n  \"a\": 1,\n  \"é\": x\n}"
+        do {
+            _ = try JSONParser().parse(Array(text.utf8))
+            Issue.record("parsed invalid JSON")
+        } catch {
+            #expect(error.location?.line == 3)
+            #expect(error.location?.column == 8)
+            #expect(error.message.hasPrefix("invalid JSON at line 3, column 8:"))
+        }
+    }
+
     @Test func rejectsInvalidUTF8() {
         #expect(throws: PayloadError.self) { try JSONParser().parse([0x22, 0xC3, 0x28, 0x22]) }
     }

@@ -56,7 +56,7 @@ const char *attache_curl_multi_strerror(CURLMcode code);
 CURLcode attache_curl_msg_result(const CURLMsg *msg);
 
 /// Copies the address curl is about to connect to: returns 4 or 6 (the family), or 0 if neither.
-int attache_curl_sockaddr_ip(const struct curl_sockaddr *a, unsigned char out[16]);
+int attache_curl_sockaddr_ip(const struct curl_sockaddr *a, unsigned char out[16], unsigned short *port);
 curl_socket_t attache_curl_open_socket(const struct curl_sockaddr *a);
 curl_socket_t attache_curl_socket_bad(void);
 #endif

@@ -1,0 +1,143 @@
+import ArgumentParser
+import Attache
+import AttacheCommandLine
+import AttacheLab
+import AttacheSupport
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Lab: LongRunningCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache lab",
+        abstract: "Open a page in the browser that runs a payload through the enrichment live: its timeline, result, device previews and a deadline sweep.",
+        discussion: """
+        Serves a page (every asset inside this binary) on 127.0.0.1 and a free port, printed at start; --open \
+        opens it in the browser (xdg-open). Pick a sample payload (from --samples, by default ./Samples when it \
+        is there) or paste your own, choose a deadline and a fault for the media, and run it: the stages stream to \
+        the page as they happen, then the outcome, the payload as sent with what changed, the images made, and \
+        previews of the notification on iOS and Android. A sweep runs deadlines × faults in parallel as a heat \
+        map (CSV and SVG to download). Faults come from the lab's own origin on loopback, the only loopback \
+        address its fetches may reach; every other fetch goes through the same address policy as the service. \
+        On an address other than loopback the lab requires the service's token (--token or ATTACHE_TOKENS).
+        """
+    )
+
+    @Option(help: "Address to listen on (default 127.0.0.1; anything else needs --token).")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port (default 0: a free one, printed at start).")
+    var port: Int = 0
+
+    @OptionGroup var token: TokenOptionGroup
+
+    @Option(help: "A directory with payloads/*.json and media/ to offer as samples (default ./Samples when it exists).")
+    var samples: String?
+
+    @Flag(help: "Open the page in the browser once the lab is listening.")
+    var open = false
+
+    @Option(help: "Payloads enriched at once, a sweep's runs included (default 4).")
+    var maxRuns: Int = 4
+
+    @Option(help: "Most runs in one sweep, deadlines × faults (default 64).")
+    var maxSweepCells: Int = 64
+
+    @OptionGroup var process: ProcessOptionGroup
+
+    @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
+
+    struct Setup {
+        var lab: LabConfiguration
+        var options: Enrichment.Configuration
+        var logFormat: LogFormat
+    }
+
+    func configure(_ settings: Settings) throws -> Setup {
+        var lab = LabConfiguration()
+        lab.host = host
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        lab.port = port
+        lab.tokens = token.tokens(settings)
+        guard lab.isLoopback || !lab.tokens.isEmpty else {
+            throw ValidationError("--host \(host) is not a loopback address: give --token (or ATTACHE_TOKENS) so that only you can run payloads on the lab")
+        }
+        if let samples {
+            guard (try? directoryEntries(samples + "/payloads")) != nil else { throw ValidationError("--samples \(samples) has no payloads/ directory") }
+            lab.samples = samples
+        } else if (try? directoryEntries("Samples/payloads")) != nil {
+            lab.samples = "Samples"
+        }
+        guard (1...64).contains(maxRuns) else { throw ValidationError("--max-runs must be between 1 and 64") }
+        guard (1...400).contains(maxSweepCells) else { throw ValidationError("--max-sweep-cells must be between 1 and 400") }
+        lab.maxRunsAtOnce = maxRuns
+        lab.maxSweepCells = maxSweepCells
+        let options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        return Setup(lab: lab, options: options, logFormat: try process.format(settings))
+    }
+
+    func run() async throws {
+        var setup = try await setUp()
+        _ = bootstrapProcess(logFormat: setup.logFormat)
+        let logger = Logger(label: "attache.lab")
+        // The port is known before the enrichment is made: its stored media's URLs name it.
+        if setup.lab.port == 0 { setup.lab.port = try freePort(host: setup.lab.host) }
+        let address = setup.lab.host.contains(":") ? "[\(setup.lab.host)]" : setup.lab.host
+        let url = "http://\(address):\(setup.lab.port)"
+        let lab = try AttacheLab.Lab(configuration: setup.lab, options: setup.options, publicBase: url, logger: logger)
+        defer { lab.shutdown() }
+        let open = self.open
+        let app = buildLabApplication(lab: lab, logger: logger) { _ in
+            writeStdout(Array("attache lab: \(url)/\n".utf8))
+            if open { openInBrowser(url + "/") }
+        }
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// A port free on `host` now (the lab names it in its media URLs before it listens).
+private func freePort(host: String) throws -> Int {
+    let fd = socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw ValidationError("cannot open a socket to find a free port") }
+    defer { close(fd) }
+    var storage = sockaddr_storage()
+    var length: socklen_t
+    if host.contains(":") {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { throw ValidationError("--host \(host) is not an address") }
+        length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in6.self) }
+    } else {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        let name = host == "localhost" ? "127.0.0.1" : host
+        guard inet_pton(AF_INET, name, &address.sin_addr) == 1 else { throw ValidationError("--host \(host) is not an IPv4 or IPv6 address") }
+        length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in.self) }
+    }
+    let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    guard bound == 0 else { throw ValidationError("cannot listen on \(host): \(String(cString: strerror(errno)))") }
+    var actual = sockaddr_storage()
+    var actualLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) } }
+    let port = withUnsafeBytes(of: &actual) { raw -> UInt16 in
+        host.contains(":") ? raw.load(as: sockaddr_in6.self).sin6_port : raw.load(as: sockaddr_in.self).sin_port
+    }
+    return Int(UInt16(bigEndian: port))
+}
+
+/// `xdg-open URL`, when there is one; otherwise the printed URL is the way in.
+private func openInBrowser(_ url: String) {
+    let opener = Process()
+    opener.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    opener.arguments = ["xdg-open", url]
+    opener.standardOutput = FileHandle.nullDevice
+    opener.standardError = FileHandle.nullDevice
+    do {
+        try opener.run()
+    } catch {
+        printError("attache lab: could not open a browser (\(error)); open \(url) yourself")
+    }
+}
