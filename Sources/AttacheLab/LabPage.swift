@@ -311,10 +311,10 @@ enum LabPage {
         parts.push('</g>');
       });
       const bottom = height - 22;
-      if (deadline <= span) {
-        parts.push('<line id="deadline-line" x1="' + x(deadline) + '" y1="' + (top - 8) + '" x2="' + x(deadline) + '" y2="' + bottom + '" stroke="#b3261e" stroke-width="2" stroke-dasharray="6 4"/>');
-        parts.push('<text x="' + x(deadline) + '" y="' + (bottom + 14) + '" text-anchor="middle" fill="#b3261e">deadline ' + Math.round(deadline) + ' ms</text>');
-      }
+      // A deadline far beyond the work is drawn at the right edge, saying where it really is.
+      const beyond = deadline > span, at = beyond ? x(span) : x(deadline);
+      parts.push('<line id="deadline-line" x1="' + at + '" y1="' + (top - 8) + '" x2="' + at + '" y2="' + bottom + '" stroke="#b3261e" stroke-width="2" stroke-dasharray="6 4"/>');
+      parts.push('<text x="' + at + '" y="' + (bottom + 14) + '" text-anchor="' + (beyond ? 'end' : 'middle') + '" fill="#b3261e">deadline ' + Math.round(deadline) + ' ms' + (beyond ? ' (off scale) →' : '') + '</text>');
       if (run.elapsed_ms !== undefined) {
         parts.push('<line id="emitted-line" x1="' + x(run.elapsed_ms) + '" y1="' + (top - 8) + '" x2="' + x(run.elapsed_ms) + '" y2="' + bottom + '" stroke="#1e6b2d" stroke-width="2"/>');
         parts.push('<text id="timeline-outcome" x="' + Math.min(x(run.elapsed_ms) + 4, width - 200) + '" y="' + (top + 2) + '" fill="#1e6b2d">▲ ' + esc(run.outcome) + (run.reason ? ' (' + esc(run.reason) + ')' : '') + ' at ' + Math.round(run.elapsed_ms) + ' ms</text>');

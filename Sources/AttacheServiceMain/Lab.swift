@@ -19,7 +19,9 @@ struct Lab: LongRunningCommand {
         previews of the notification on iOS and Android. A sweep runs deadlines × faults in parallel as a heat \
         map (CSV and SVG to download). Faults come from the lab's own origin on loopback, the only loopback \
         address its fetches may reach; every other fetch goes through the same address policy as the service. \
-        On an address other than loopback the lab requires the service's token (--token or ATTACHE_TOKENS).
+        On an address other than loopback the lab requires the service's token (--token or ATTACHE_TOKENS). \
+        What runs make is kept in a temporary directory of the lab's own and served by it: --store, --media-dir \
+        and --public-base-url are not used. See docs/lab.md.
         """
     )
 
@@ -80,6 +82,9 @@ struct Lab: LongRunningCommand {
         var setup = try await setUp()
         _ = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.lab")
+        if setup.options.publicBaseURL != nil || !setup.options.store.isLocal {
+            logger.notice("the lab keeps what it makes in a temporary directory of its own: the store and public base URL settings are not used")
+        }
         // The port is known before the enrichment is made: its stored media's URLs name it.
         if setup.lab.port == 0 { setup.lab.port = try freePort(host: setup.lab.host) }
         let address = setup.lab.host.contains(":") ? "[\(setup.lab.host)]" : setup.lab.host

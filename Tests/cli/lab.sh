@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# attache lab: its command line, then the page driven in headless Chromium (Tests/browser/lab.py).
+# LAB_SCREENSHOT=path also saves a screenshot of the page after a run (docs/lab.png is one).
+set -euo pipefail
+BIN=${1:-.build/debug/attache}
+cd "$(dirname "$0")/../.."
+PYTHON=.build/tools/bin/python3
+work=$(mktemp -d)
+lab_pid=
+cleanup() {
+    [ -n "$lab_pid" ] && kill "$lab_pid" 2>/dev/null && wait "$lab_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+fail() { echo "FAIL - $*" >&2; exit 1; }
+
+"$BIN" lab --help >"$work/help"
+grep -q -- "--open" "$work/help" || fail "attache lab --help lists --open"
+ok "attache lab --help"
+if "$BIN" lab --host 0.0.0.0 >"$work/out" 2>&1; then fail "the lab started on 0.0.0.0 without a token"; fi
+grep -q "not a loopback address" "$work/out" || fail "a non-loopback host without a token is refused with a reason: $(cat "$work/out")"
+ok "beyond loopback the lab wants a token"
+
+"$BIN" lab --samples Samples >"$work/lab.log" 2>&1 &
+lab_pid=$!
+for _ in $(seq 1 100); do
+    url=$(sed -n 's/^attache lab: \(http:[^ ]*\)$/\1/p' "$work/lab.log")
+    [ -n "$url" ] && break
+    sleep 0.1
+done
+[ -n "${url:-}" ] || fail "the lab printed no URL: $(cat "$work/lab.log")"
+ok "the lab prints where it listens: $url"
+case "$url" in http://127.0.0.1:*) ok "on loopback by default" ;; *) fail "not on loopback: $url" ;; esac
+curl -sf "$url" | grep -q "<title>Attache lab</title>" || fail "the page is served"
+ok "the page is served from the binary"
+
+"$PYTHON" Tests/browser/lab.py "$url" ${LAB_SCREENSHOT:+"$LAB_SCREENSHOT"}
+ok "the browser checks"
+echo "# lab.sh: $pass passed"
