@@ -48,6 +48,11 @@ final class Pixels {
         return out
     }
 
+    /// The C image, for an encoder that reads it (and keeps no pointer to it).
+    func withImage<T>(_ body: (UnsafePointer<attache_image>) throws -> T) rethrows -> T {
+        try withUnsafePointer(to: &image) { try body($0) }
+    }
+
     /// Every sample, row by row (for tests).
     var samples: [UInt8] { Array(UnsafeBufferPointer(start: image.pixels, count: width * height * Int(image.channels))) }
 

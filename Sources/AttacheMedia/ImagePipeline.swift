@@ -23,9 +23,12 @@ public struct RenderOptions: Sendable {
     /// Longest edge of an Android copy (a JPEG within FCM's 1 MB, never cropped), made from the
     /// same decode for an FCM send request; nil: none.
     public var androidSize: Int?
+    /// How movies and sounds the device would not play are converted; nil: they are refused.
+    public var transcode: TranscodeSettings?
 
     public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80,
-                makesDisplayCopy: Bool = true, androidSize: Int? = nil) {
+                makesDisplayCopy: Bool = true, androidSize: Int? = nil, transcode: TranscodeSettings? = nil) {
+        self.transcode = transcode
         self.thumbnailSize = thumbnailSize
         self.displaySize = displaySize
         self.clip = clip

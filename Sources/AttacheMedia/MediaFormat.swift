@@ -4,13 +4,13 @@ public enum MediaKind: String, Sendable {
 
 /// A container format, recognised by its magic bytes — never by Content-Type or extension.
 public enum MediaFormat: String, Sendable, CaseIterable {
-    case jpeg, png, gif, webp, heic, avif, jxl, mp4, mov, m4a, avi, mpeg, mpegts, webm, mp3, wav, aiff
+    case jpeg, png, gif, webp, heic, avif, jxl, mp4, mov, m4a, avi, mpeg, mpegts, webm, mp3, wav, aiff, ogg, flac
 
     public var kind: MediaKind {
         switch self {
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return .image
         case .mp4, .mov, .avi, .mpeg, .mpegts, .webm: return .video
-        case .m4a, .mp3, .wav, .aiff: return .audio
+        case .m4a, .mp3, .wav, .aiff, .ogg, .flac: return .audio
         }
     }
 
@@ -34,6 +34,8 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         case .mp3: return "public.mp3"
         case .wav: return "com.microsoft.waveform-audio"
         case .aiff: return "public.aiff-audio"
+        case .ogg: return "org.xiph.ogg"
+        case .flac: return "org.xiph.flac"
         }
     }
 
@@ -57,6 +59,8 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         case .mp3: return "audio/mpeg"
         case .wav: return "audio/wav"
         case .aiff: return "audio/aiff"
+        case .ogg: return "audio/ogg"
+        case .flac: return "audio/flac"
         }
     }
 
@@ -74,7 +78,7 @@ public enum MediaFormat: String, Sendable, CaseIterable {
     public var isSupportedByIOS: Bool {
         switch self {
         case .jpeg, .png, .gif, .mp4, .mov, .m4a, .avi, .mpeg, .mp3, .wav, .aiff: return true
-        case .webp, .heic, .avif, .jxl, .webm, .mpegts: return false
+        case .webp, .heic, .avif, .jxl, .webm, .mpegts, .ogg, .flac: return false
         }
     }
 
@@ -108,6 +112,8 @@ public enum Sniffer {
         if ascii(0, "FORM") && (ascii(8, "AIFF") || ascii(8, "AIFC")) { return .aiff }
         if at(0, [0x1A, 0x45, 0xDF, 0xA3]) { return .webm }  // EBML: WebM and Matroska
         if at(0, [0x00, 0x00, 0x01, 0xBA]) { return .mpeg }
+        if ascii(0, "OggS") { return .ogg }  // Opus, Vorbis, FLAC (or Theora) in Ogg
+        if ascii(0, "fLaC") { return .flac }
         if b.count >= 377 && b[0] == 0x47 && b[188] == 0x47 && b[376] == 0x47 { return .mpegts }  // 188-byte packets
         if ascii(4, "ftyp") { return isoBrand(b) }
         if ascii(0, "ID3") { return .mp3 }

@@ -18,6 +18,8 @@ struct RawMediaFacts {
     var hasAudio: Bool
     var hasCover: Bool
     var streams: Int
+    var channels: Int
+    var sampleRate: Int
 }
 
 struct PosterRequest {
@@ -58,40 +60,176 @@ enum VideoCodecs {
         _ bytes: UnsafeRawBufferPointer, demuxer: String, maxPixels: Int, maxStreams: Int, abort: AbortFlag,
         decide: (RawMediaFacts) throws -> PosterRequest?
     ) throws -> (facts: RawMediaFacts, poster: Pixels?, shownAt: Double) {
+        try open(bytes, demuxer: demuxer, maxPixels: maxPixels, maxStreams: maxStreams, abort: abort) { handle, facts, options in
+            guard let poster = try decide(facts) else { return (facts, nil, 0) }
+            var image = attache_image()
+            var shownAt = 0.0
+            try check(attache_media_poster(handle, poster.time ?? -1, poster.exact ? 1 : 0, Int32(poster.maxFrames),
+                                           Int32(poster.maxEdge), &image, &shownAt), &options, what: "poster")
+            return (facts, Pixels(image), shownAt)
+        }
+    }
+
+    /// Opens the bytes and writes them as MP4 (M4A for a sound) by the plan `decide` makes from
+    /// the facts (nil: nothing to write).
+    static func transcode(
+        _ bytes: UnsafeRawBufferPointer, demuxer: String, maxPixels: Int, maxStreams: Int, abort: AbortFlag,
+        decide: (RawMediaFacts) throws -> TranscodePlan?
+    ) throws -> (facts: RawMediaFacts, output: TranscodeOutput?) {
+        try open(bytes, demuxer: demuxer, maxPixels: maxPixels, maxStreams: maxStreams, abort: abort) { handle, facts, options in
+            guard let plan = try decide(facts) else { return (facts, nil) }
+            var out = attache_transcoded()
+            try plan.withC { plan in
+                try check(attache_media_transcode(handle, plan, &out), &options, what: "transcode")
+            }
+            defer { attache_transcoded_free(&out) }
+            return (facts, TranscodeOutput(out))
+        }
+    }
+
+    /// The H.264 encoder this FFmpeg has, if any.
+    static func h264Encoder() -> String? {
+        var name = [CChar](repeating: 0, count: 32)
+        guard attache_h264_encoder(&name, name.count) != 0 else { return nil }
+        return String(cBuffer: name)
+    }
+
+    private static func open<T>(
+        _ bytes: UnsafeRawBufferPointer, demuxer: String, maxPixels: Int, maxStreams: Int, abort: AbortFlag,
+        _ body: (OpaquePointer?, RawMediaFacts, inout attache_media_options) throws -> T
+    ) throws -> T {
         try demuxer.withCString { demuxerName in
             var options = attache_media_options()
             options.demuxer = demuxerName
             options.max_pixels = Int64(maxPixels)
             options.max_streams = Int32(maxStreams)
             options.abort_context = Unmanaged.passUnretained(abort).toOpaque()
-            options.abort_fn = { context in
-                guard let context else { return 0 }
-                return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
-            }
+            options.abort_fn = abortCallback
             defer { withExtendedLifetime(abort) {} }
-            do {
-                var handle: OpaquePointer?
-                var raw = attache_media_facts()
-                let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                try check(attache_media_open(data, bytes.count, &options, &handle, &raw), &options, what: "probe")
-                defer { attache_media_close(handle) }
-                let facts = RawMediaFacts(
-                    container: string(raw.container),
-                    videoCodec: raw.has_video != 0 ? string(raw.video_codec) : nil,
-                    audioCodec: raw.has_audio != 0 ? string(raw.audio_codec) : nil,
-                    width: Int(raw.width), height: Int(raw.height), rotation: Int(raw.rotation),
-                    duration: raw.duration, frameRate: raw.frame_rate > 0 ? raw.frame_rate : nil,
-                    bitRate: raw.bit_rate > 0 ? Int(raw.bit_rate) : nil,
-                    hasVideo: raw.has_video != 0, hasAudio: raw.has_audio != 0, hasCover: raw.has_cover != 0,
-                    streams: Int(raw.streams)
-                )
-                guard let poster = try decide(facts) else { return (facts, nil, 0) }
-                var image = attache_image()
-                var shownAt = 0.0
-                try check(attache_media_poster(handle, poster.time ?? -1, poster.exact ? 1 : 0, Int32(poster.maxFrames),
-                                               Int32(poster.maxEdge), &image, &shownAt), &options, what: "poster")
-                return (facts, Pixels(image), shownAt)
-            }
+            var handle: OpaquePointer?
+            var raw = attache_media_facts()
+            let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            try check(attache_media_open(data, bytes.count, &options, &handle, &raw), &options, what: "probe")
+            defer { attache_media_close(handle) }
+            let facts = RawMediaFacts(
+                container: string(raw.container),
+                videoCodec: raw.has_video != 0 ? string(raw.video_codec) : nil,
+                audioCodec: raw.has_audio != 0 ? string(raw.audio_codec) : nil,
+                width: Int(raw.width), height: Int(raw.height), rotation: Int(raw.rotation),
+                duration: raw.duration, frameRate: raw.frame_rate > 0 ? raw.frame_rate : nil,
+                bitRate: raw.bit_rate > 0 ? Int(raw.bit_rate) : nil,
+                hasVideo: raw.has_video != 0, hasAudio: raw.has_audio != 0, hasCover: raw.has_cover != 0,
+                streams: Int(raw.streams), channels: Int(raw.channels), sampleRate: Int(raw.sample_rate)
+            )
+            return try body(handle, facts, &options)
         }
     }
+
+    private static let abortCallback: attache_abort_fn = { context in
+        guard let context else { return 0 }
+        return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
+    }
+
+    /// An H.264 movie from frames the caller decoded (an animation), each shown for its time.
+    final class MovieWriter {
+        private var writer: OpaquePointer?
+        private var options = attache_media_options()
+        private let abort: AbortFlag
+
+        init(plan: TranscodePlan, abort: AbortFlag) throws {
+            self.abort = abort
+            options.abort_context = Unmanaged.passUnretained(abort).toOpaque()
+            options.abort_fn = VideoCodecs.abortCallback
+            var handle: OpaquePointer?
+            try plan.withC { plan in
+                try VideoCodecs.check(attache_movie_writer_open(plan, &options, &handle), &options, what: "movie")
+            }
+            writer = handle
+        }
+
+        deinit { attache_movie_writer_free(writer) }
+
+        func add(_ frame: Pixels, milliseconds: Int) throws {
+            try frame.withImage { image in
+                try VideoCodecs.check(attache_movie_writer_add(writer, image, Int32(clamping: milliseconds)), &options, what: "movie")
+            }
+        }
+
+        func finish() throws -> TranscodeOutput {
+            var out = attache_transcoded()
+            try VideoCodecs.check(attache_movie_writer_finish(writer, &out), &options, what: "movie")
+            defer { attache_transcoded_free(&out) }
+            return TranscodeOutput(out)
+        }
+    }
+}
+
+/// How attache_media_transcode is to write a file (see attache_video.h).
+struct TranscodePlan: Equatable {
+    enum Mode: Int32 {
+        case drop = 0, copy = 1, encode = 2
+    }
+
+    var video: Mode
+    var audio: Mode
+    var width = 0
+    var height = 0
+    var crf = 23
+    var maxRate = 0
+    var bufferSize = 0
+    var maxFPS = 60.0
+    var audioRate = 128_000
+    var sampleRate = 48_000
+    var channels = 2
+    var maxSeconds = 0.0
+    var maxBytes: Int
+    var threads = 0
+    var preset = "veryfast"
+
+    func withC<T>(_ body: (UnsafePointer<attache_transcode_plan>) throws -> T) rethrows -> T {
+        try preset.withCString { preset in
+            var plan = attache_transcode_plan()
+            plan.video = video.rawValue
+            plan.audio = audio.rawValue
+            plan.width = Int32(width)
+            plan.height = Int32(height)
+            plan.crf = Int32(crf)
+            plan.max_rate = Int64(maxRate)
+            plan.buf_size = Int64(bufferSize)
+            plan.max_fps = maxFPS
+            plan.audio_rate = Int32(audioRate)
+            plan.sample_rate = Int32(sampleRate)
+            plan.channels = Int32(channels)
+            plan.max_seconds = maxSeconds
+            plan.max_bytes = Int64(maxBytes)
+            plan.threads = Int32(threads)
+            plan.preset = preset
+            return try withUnsafePointer(to: &plan) { try body($0) }
+        }
+    }
+}
+
+/// What attache_media_transcode wrote.
+struct TranscodeOutput {
+    var bytes: [UInt8]
+    var duration: Double
+    var width: Int
+    var height: Int
+    var frames: Int
+    var videoEncoder: String?
+    var audioEncoder: String?
+
+    fileprivate init(_ out: attache_transcoded) {
+        bytes = out.data.map { Array(UnsafeBufferPointer(start: $0, count: out.length)) } ?? []
+        duration = out.duration
+        width = Int(out.width)
+        height = Int(out.height)
+        frames = Int(out.video_frames)
+        videoEncoder = withUnsafeBytes(of: out.video_encoder) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }.nilIfEmpty
+        audioEncoder = withUnsafeBytes(of: out.audio_encoder) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }.nilIfEmpty
+    }
+}
+
+private extension String {
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -67,6 +67,15 @@ public struct MovieRendition: Sendable {
     public var thumbnail: RenderedImage?
     /// Where in the clip the poster frame was taken (seconds).
     public var thumbnailTime: Double?
+    /// The file made for the device when the original is not one it plays (or is over its cap).
+    public var converted: ConvertedMovie?
+
+    public init(facts: MediaFacts, thumbnail: RenderedImage?, thumbnailTime: Double?, converted: ConvertedMovie? = nil) {
+        self.facts = facts
+        self.thumbnail = thumbnail
+        self.thumbnailTime = thumbnailTime
+        self.converted = converted
+    }
 }
 
 /// Movies and sounds: probe and validate with libavformat, poster frames with libavcodec and
@@ -97,6 +106,8 @@ public struct VideoPipeline: Sendable {
         case .wav: return "wav"
         case .aiff: return "aiff"
         case .webm: return "matroska"
+        case .ogg: return "ogg"
+        case .flac: return "flac"
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return nil
         }
     }
@@ -108,7 +119,7 @@ public struct VideoPipeline: Sendable {
 
     /// The same, on bytes the caller holds (a mapped file); they must stay valid until it returns.
     public func probe(_ bytes: UnsafeRawBufferPointer, abort: AbortFlag = AbortFlag()) throws -> MediaFacts {
-        try examine(bytes, format: nil, poster: nil, abort: abort).facts
+        try examine(bytes, format: nil, poster: nil, transcode: nil, abort: abort).facts
     }
 
     /// Validates against iOS's rules and the limits, and makes the poster-frame thumbnail.
@@ -128,26 +139,34 @@ public struct VideoPipeline: Sendable {
         } else {
             edge = options.thumbnailSize
         }
-        let result = try examine(bytes, format: format, poster: (time, edge), abort: abort)
-        guard let frame = result.poster else {
-            return MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)
+        let result = try examine(bytes, format: format, poster: (time, edge), transcode: options.transcode, abort: abort)
+        var rendition = MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)
+        if let frame = result.poster {
+            let orientation = [90: 6, 180: 3, 270: 8][result.facts.rotation] ?? 1
+            let images = ImagePipeline(limits: limits)
+            rendition.thumbnail = try images.encode(
+                images.sized(frame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: orientation), quality: options.jpegQuality
+            )
+            rendition.thumbnailTime = result.shownAt
         }
-        let orientation = [90: 6, 180: 3, 270: 8][result.facts.rotation] ?? 1
-        let images = ImagePipeline(limits: limits)
-        let thumbnail = try images.encode(
-            images.sized(frame, clip: options.clip?.clamped, edge: options.thumbnailSize, orientation: orientation), quality: options.jpegQuality
-        )
-        return MovieRendition(facts: result.facts, thumbnail: thumbnail, thumbnailTime: result.shownAt)
+        if let settings = options.transcode {
+            rendition.converted = try convert(bytes, format: result.facts.format, facts: result.facts, settings: settings, abort: abort)
+        }
+        return rendition
     }
 
-    private func examine(_ bytes: UnsafeRawBufferPointer, format known: MediaFormat?, poster: (time: Double?, edge: Int)?, abort: AbortFlag) throws
+    /// `transcode`: what a file the device would not play may become; the verdict then refuses
+    /// only what cannot be converted.
+    private func examine(_ bytes: UnsafeRawBufferPointer, format known: MediaFormat?, poster: (time: Double?, edge: Int)?,
+                         transcode: TranscodeSettings?, abort: AbortFlag) throws
         -> (facts: MediaFacts, poster: Pixels?, shownAt: Double)
     {
         guard let format = known ?? Sniffer.sniff(bytes), format.kind != .image, let demuxer = Self.demuxer(for: format) else {
             throw MediaError(.unsupportedType, "not a movie or sound Attache recognises")
         }
-        guard bytes.count <= limits.byteCap(for: format.kind) else {
-            throw MediaError(.tooLarge, "\(bytes.count) bytes is over the \(limits.byteCap(for: format.kind))-byte \(format.kind.rawValue) cap")
+        let cap = transcode.map { max($0.sourceBytes, limits.byteCap(for: format.kind)) } ?? limits.byteCap(for: format.kind)
+        guard bytes.count <= cap else {
+            throw MediaError(.tooLarge, "\(bytes.count) bytes is over the \(cap)-byte \(format.kind.rawValue) cap")
         }
         var judged: MediaFacts?
         let result = try VideoCodecs.examine(
@@ -156,9 +175,14 @@ public struct VideoPipeline: Sendable {
             let facts = Self.judge(raw, format: format)
             judged = facts
             guard let poster else { return nil }
-            if let reason = facts.unsupportedBecause { throw MediaError(.unsupportedType, reason) }
+            if let reason = facts.unsupportedBecause, transcode == nil || !facts.hasVideo && !facts.hasAudio {
+                throw MediaError(.unsupportedType, reason)
+            }
             guard facts.duration <= limits.maxDuration else {
                 throw MediaError(.limitsExceeded, "\(Int(facts.duration)) s is over the \(Int(limits.maxDuration)) s limit")
+            }
+            guard raw.channels <= Self.maxChannels else {
+                throw MediaError(.limitsExceeded, "\(raw.channels) audio channels (at most \(Self.maxChannels))")
             }
             guard facts.width * facts.height <= limits.maxVideoPixels else {
                 throw MediaError(.limitsExceeded, "\(facts.width)x\(facts.height) frames are over the \(limits.maxVideoPixels)-pixel limit")
@@ -173,6 +197,9 @@ public struct VideoPipeline: Sendable {
         guard let facts = judged else { throw MediaError(.invalidMedia, "no facts") }
         return (facts, result.poster, result.shownAt)
     }
+
+    /// 7.1: more channels than any device plays, and what a resampler can still mix down.
+    static let maxChannels = 8
 
     /// 1 s in, or 10 % of a clip shorter than 10 s.
     func defaultTime(_ duration: Double) -> Double {
@@ -223,6 +250,8 @@ public struct VideoPipeline: Sendable {
             facts.unsupportedBecause = "\(video.isEmpty ? audio : video) in WebM/Matroska is not played by iOS"
         case .mpegts:
             facts.unsupportedBecause = "MPEG transport streams are not attachments iOS plays"
+        case .ogg, .flac:
+            facts.unsupportedBecause = "\(video.isEmpty ? audio : video) in \(format.rawValue == "ogg" ? "Ogg" : "FLAC") is not played by iOS"
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl:
             facts.unsupportedBecause = "an image, not a movie or sound"
         }

@@ -20,7 +20,8 @@ static void load(void) {
     void *avcodec = dlopen(SONAME(avcodec, LIBAVCODEC_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
     void *avformat = dlopen(SONAME(avformat, LIBAVFORMAT_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
     void *swscale = dlopen(SONAME(swscale, LIBSWSCALE_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
-    if (!avutil || !avcodec || !avformat || !swscale) {
+    void *swresample = dlopen(SONAME(swresample, LIBSWRESAMPLE_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
+    if (!avutil || !avcodec || !avformat || !swscale || !swresample) {
         snprintf(failure, sizeof failure, "FFmpeg libraries not found: %s", dlerror());
         return;
     }

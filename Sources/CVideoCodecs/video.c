@@ -3,16 +3,8 @@
 #include <string.h>
 #include "ffmpeg_loader.h"
 #include "attache_video.h"
+#include "media.h"
 
-struct attache_media {
-    const uint8_t *data;
-    size_t length;
-    int64_t position;
-    AVFormatContext *format;
-    AVIOContext *io;
-    attache_media_options *options;
-    int video_stream;
-};
 
 static int read_packet(void *opaque, uint8_t *buffer, int size) {
     attache_media *m = opaque;
@@ -39,12 +31,12 @@ static int64_t seek(void *opaque, int64_t offset, int whence) {
     return target;
 }
 
-static int interrupted(void *opaque) {
+int attache_media_interrupted(void *opaque) {
     attache_media *m = opaque;
     return m->options->abort_fn && m->options->abort_fn(m->options->abort_context);
 }
 
-static attache_status failure(attache_media_options *o, int error, const char *what) {
+attache_status attache_media_failure(attache_media_options *o, int error, const char *what) {
     char text[AV_ERROR_MAX_STRING_SIZE] = { 0 };
     FF(av_strerror)(error, text, sizeof text);
     snprintf(o->message, sizeof o->message, "%s: %s", what, text);
@@ -109,8 +101,9 @@ static attache_status measure_sound(attache_media *m, int stream, attache_media_
         FF(av_packet_unref)(pkt);
     }
     FF(av_packet_free)(&pkt);
+    m->consumed = 1;
     // Any other error ends the readable part, which is what gets reported.
-    if (rc == AVERROR_EXIT) return failure(m->options, rc, "read");
+    if (rc == AVERROR_EXIT) return attache_media_failure(m->options, rc, "read");
     if (end == AV_NOPTS_VALUE) {
         snprintf(m->options->message, sizeof m->options->message, "no audio packet can be read");
         return ATTACHE_ERR_INVALID;
@@ -154,11 +147,11 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     }
     m->format->pb = m->io;
     m->format->flags |= AVFMT_FLAG_CUSTOM_IO;
-    m->format->interrupt_callback.callback = interrupted;
+    m->format->interrupt_callback.callback = attache_media_interrupted;
     m->format->interrupt_callback.opaque = m;
 
     AVDictionary *settings = NULL;
-    FF(av_dict_set)(&settings, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,avi,mpeg,mpegts,mp3,wav,aiff,matroska,webm", 0);
+    FF(av_dict_set)(&settings, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,avi,mpeg,mpegts,mp3,wav,aiff,matroska,webm,ogg,flac", 0);
     FF(av_dict_set)(&settings, "protocol_whitelist", "", 0);       // nothing may be opened by name
     FF(av_dict_set)(&settings, "enable_drefs", "0", 0);            // mov: no external data references
     FF(av_dict_set)(&settings, "probesize", "1000000", 0);
@@ -168,7 +161,7 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     FF(av_dict_free)(&settings);
     if (rc < 0) {
         m->format = NULL;  // freed by avformat_open_input on failure
-        attache_status s = failure(o, rc, "open");
+        attache_status s = attache_media_failure(o, rc, "open");
         attache_media_close(m);
         return s;
     }
@@ -180,7 +173,7 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     if (needs_stream_info(m->format)) {
         rc = FF(avformat_find_stream_info)(m->format, NULL);
         if (rc < 0) {
-            attache_status s = failure(o, rc, "probe");
+            attache_status s = attache_media_failure(o, rc, "probe");
             attache_media_close(m);
             return s;
         }
@@ -233,6 +226,8 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
             facts->has_audio = 1;
             audio_stream = (int)i;
             copy_name(facts->audio_codec, sizeof facts->audio_codec, FF(avcodec_get_name)(p->codec_id));
+            facts->channels = p->ch_layout.nb_channels;
+            facts->sample_rate = p->sample_rate;
         }
     }
     if (!facts->has_video && audio_stream >= 0) {
@@ -246,7 +241,7 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
     return ATTACHE_OK;
 }
 
-static attache_status open_decoder(attache_media *m, AVStream *st, int threads, AVCodecContext **out) {
+attache_status attache_media_open_decoder(attache_media *m, AVStream *st, int threads, AVCodecContext **out) {
     const AVCodec *codec = FF(avcodec_find_decoder)(st->codecpar->codec_id);
     if (!codec) {
         snprintf(m->options->message, sizeof m->options->message, "no decoder for %s", FF(avcodec_get_name)(st->codecpar->codec_id));
@@ -263,7 +258,7 @@ static attache_status open_decoder(attache_media *m, AVStream *st, int threads, 
     }
     if (rc < 0) {
         FF(avcodec_free_context)(&c);
-        return failure(m->options, rc, "decoder");
+        return attache_media_failure(m->options, rc, "decoder");
     }
     *out = c;
     return ATTACHE_OK;
@@ -298,15 +293,19 @@ static attache_status to_rgb(attache_media *m, const AVFrame *f, int max_edge, a
     }
     int space = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT;
     FF(sws_setColorspaceDetails)(sws, FF(sws_getCoefficients)(space), full_range, FF(sws_getCoefficients)(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
-    uint8_t *pixels = malloc((size_t)dw * dh * 3);
+    // libswscale writes whole SIMD blocks: a row of a few pixels gets bytes past its end (a 2x2
+    // frame corrupted the heap). It writes padded rows, closed up afterwards.
+    int tight = dw * 3, padded = (tight + 63) & ~63;
+    uint8_t *pixels = malloc((size_t)padded * dh + 64);
     if (!pixels) {
         FF(sws_freeContext)(sws);
         return ATTACHE_ERR_NOMEM;
     }
     uint8_t *planes[4] = { pixels, NULL, NULL, NULL };
-    int strides[4] = { dw * 3, 0, 0, 0 };
+    int strides[4] = { padded, 0, 0, 0 };
     FF(sws_scale)(sws, (const uint8_t *const *)f->data, f->linesize, 0, h, planes, strides);
     FF(sws_freeContext)(sws);
+    for (int y = 1; y < dh; y++) memmove(pixels + (size_t)y * tight, pixels + (size_t)y * padded, (size_t)tight);
     out->pixels = pixels;
     out->width = dw;
     out->height = dh;
@@ -319,13 +318,13 @@ static attache_status cover_art(attache_media *m, int max_edge, attache_image *o
         AVStream *st = m->format->streams[i];
         if (!(st->disposition & AV_DISPOSITION_ATTACHED_PIC) || st->attached_pic.size <= 0) continue;
         AVCodecContext *c = NULL;
-        attache_status s = open_decoder(m, st, 1, &c);
+        attache_status s = attache_media_open_decoder(m, st, 1, &c);
         if (s != ATTACHE_OK) return s;
         AVFrame *f = FF(av_frame_alloc)();
         int rc = f ? FF(avcodec_send_packet)(c, &st->attached_pic) : AVERROR(ENOMEM);
         if (rc >= 0) FF(avcodec_send_packet)(c, NULL);
         if (rc >= 0) rc = FF(avcodec_receive_frame)(c, f);
-        s = rc >= 0 ? to_rgb(m, f, max_edge, out) : failure(m->options, rc, "cover art");
+        s = rc >= 0 ? to_rgb(m, f, max_edge, out) : attache_media_failure(m->options, rc, "cover art");
         FF(av_frame_free)(&f);
         FF(avcodec_free_context)(&c);
         return s;
@@ -353,7 +352,7 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
     AVCodecContext *c = NULL;
     // One decoder thread: frame threads hold a picture set each (over 64 MB at 1080p with two),
     // and exact mode makes up for it by skipping what it never shows (below).
-    attache_status status = open_decoder(m, st, 1, &c);
+    attache_status status = attache_media_open_decoder(m, st, 1, &c);
     if (status != ATTACHE_OK) return status;
     if (!exact) {
         c->skip_frame = AVDISCARD_NONKEY;
@@ -420,7 +419,7 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
                 break;
             }
             FF(av_frame_unref)(frame);
-            if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
+            if (attache_media_interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
         }
         if (have) break;
         if (rc == AVERROR_EOF || (draining && rc < 0 && rc != AVERROR(EAGAIN))) {
@@ -428,11 +427,11 @@ attache_status attache_media_poster(attache_media *m, double seconds, int exact,
                 use_key = have = 1;
                 break;
             }
-            status = rc == AVERROR_EOF ? ATTACHE_ERR_INVALID : failure(m->options, rc, "decode");
+            status = rc == AVERROR_EOF ? ATTACHE_ERR_INVALID : attache_media_failure(m->options, rc, "decode");
             if (!m->options->message[0]) snprintf(m->options->message, sizeof m->options->message, "no decodable frame");
             goto done;
         }
-        if (interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
+        if (attache_media_interrupted(m)) { status = ATTACHE_ERR_ABORTED; goto done; }
     }
     {
         int64_t pts = use_key ? key_pts : frame->best_effort_timestamp;

@@ -242,6 +242,10 @@ package enum DecodeWire {
             o["facts"] = json(movie.facts)
             if let thumbnail = movie.thumbnail { o["thumbnail"] = image(thumbnail) }
             if let time = movie.thumbnailTime { o["thumbnail_time"] = .exact(time) }
+            if let converted = movie.converted {
+                blobs.append(converted.bytes)
+                o["converted"] = json(converted, blob: blobs.count - 1)
+            }
         case let .success(.probe(facts)):
             o["ok"] = .bool(true)
             o["kind"] = .string("probe")
@@ -275,8 +279,10 @@ package enum DecodeWire {
                                            thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil, android: try image("android"))
             return .image(rendition, inspectMs: try o.double("inspect_ms"), renderMs: try o.double("render_ms"))
         case "movie":
+            var converted: ConvertedMovie?
+            if o.has("converted") { converted = try self.converted(o.object("converted"), blobs: frame.blobs) }
             return .movie(MovieRendition(facts: try facts(o.object("facts")), thumbnail: try image("thumbnail"),
-                                         thumbnailTime: try o.optionalDouble("thumbnail_time")))
+                                         thumbnailTime: try o.optionalDouble("thumbnail_time"), converted: converted))
         case "probe":
             return .probe(try facts(o.object("facts")))
         case let kind:
@@ -291,6 +297,12 @@ package enum DecodeWire {
                             "jpeg_quality": .int(r.jpegQuality), "display_copy": .bool(r.makesDisplayCopy)])
         if let c = r.clip { o["clip"] = .array([.exact(c.x), .exact(c.y), .exact(c.width), .exact(c.height)]) }
         if let size = r.androidSize { o["android_size"] = .int(size) }
+        if let t = r.transcode {
+            o["transcode"] = .object(JSONObject([
+                "movie_bytes": .int(t.movieBytes), "sound_bytes": .int(t.soundBytes), "keep_seconds": .exact(t.keepSeconds),
+                "max_edge": .int(t.maxEdge), "source_bytes": .int(t.sourceBytes), "preset": .string(t.preset),
+            ]))
+        }
         return .object(o)
     }
 
@@ -302,9 +314,43 @@ package enum DecodeWire {
             guard c.count == 4 else { throw WireError("a clip that is not four numbers") }
             clip = .init(x: c[0], y: c[1], width: c[2], height: c[3])
         }
+        var transcode: TranscodeSettings?
+        if o.has("transcode") {
+            let t = Fields(try o.object("transcode"))
+            transcode = TranscodeSettings(movieBytes: try t.int("movie_bytes"), soundBytes: try t.int("sound_bytes"),
+                                          keepSeconds: try t.double("keep_seconds"), maxEdge: try t.int("max_edge"),
+                                          sourceBytes: try t.int("source_bytes"), preset: try t.string("preset"))
+        }
         return RenderOptions(thumbnailSize: try o.int("thumbnail_size"), displaySize: try o.int("display_size"), clip: clip,
                              jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"),
-                             androidSize: o.has("android_size") ? try o.int("android_size") : nil)
+                             androidSize: o.has("android_size") ? try o.int("android_size") : nil, transcode: transcode)
+    }
+
+    static func json(_ c: ConvertedMovie, blob: Int) -> JSONValue {
+        var o = JSONObject([
+            "format": .string(c.format.rawValue), "method": .string(c.method.rawValue), "duration": .exact(c.duration), "blob": .int(blob),
+        ])
+        if let w = c.width, let h = c.height {
+            o["width"] = .int(w)
+            o["height"] = .int(h)
+        }
+        if let k = c.keptSeconds { o["kept_seconds"] = .exact(k) }
+        if let v = c.videoEncoder { o["video"] = .string(v) }
+        if let a = c.audioEncoder { o["audio"] = .string(a) }
+        return .object(o)
+    }
+
+    static func converted(_ object: JSONObject, blobs: [[UInt8]]) throws -> ConvertedMovie {
+        let o = Fields(object)
+        let index = try o.int("blob")
+        guard let format = MediaFormat(rawValue: try o.string("format")), let method = ConvertedMovie.Method(rawValue: try o.string("method")),
+              blobs.indices.contains(index) else {
+            throw WireError("a converted movie without its format, method or bytes")
+        }
+        return ConvertedMovie(bytes: blobs[index], format: format, method: method, duration: try o.double("duration"),
+                              width: o.has("width") ? try o.int("width") : nil, height: o.has("height") ? try o.int("height") : nil,
+                              keptSeconds: try o.optionalDouble("kept_seconds"), videoEncoder: try o.optionalString("video"),
+                              audioEncoder: try o.optionalString("audio"))
     }
 
     static func json(_ l: MediaLimits) -> JSONValue {

@@ -22,6 +22,8 @@ typedef struct {
     int has_audio;
     int has_cover;        // an attached picture (cover art)
     int streams;
+    int channels;         // of the first audio stream
+    int sample_rate;
 } attache_media_facts;
 
 typedef struct {
@@ -49,4 +51,56 @@ attache_status attache_media_open(const uint8_t *data, size_t length, attache_me
 attache_status attache_media_poster(attache_media *media, double seconds, int exact, int max_frames, int max_edge,
                                     attache_image *out, double *shown_at);
 void attache_media_close(attache_media *media);
+
+// MP4 out: H.264 and AAC as iOS and Android play them, made in memory (the muxer's second pass
+// for +faststart reads the bytes back from memory too, never from a file).
+
+typedef enum {
+    ATTACHE_STREAM_DROP = 0,
+    ATTACHE_STREAM_COPY = 1,    // packets as they are (a remux)
+    ATTACHE_STREAM_ENCODE = 2   // decoded and encoded again: H.264 or AAC
+} attache_stream_mode;
+
+typedef struct {
+    int video;              // attache_stream_mode of the first video stream
+    int audio;              // of the first audio stream
+    int width, height;      // what H.264 is encoded at (even numbers)
+    int crf;                // H.264 quality, capped by the VBV below
+    int64_t max_rate;       // bits/s; with buf_size the bound that keeps the file under its target
+    int64_t buf_size;       // bits
+    double max_fps;         // a frame sooner than 1/max_fps after the last one kept is dropped
+    int audio_rate;         // AAC bits/s
+    int sample_rate;
+    int channels;           // 1 or 2
+    double max_seconds;     // keep at most this much from the start (0: all of it)
+    int64_t max_bytes;      // the output may not grow past this
+    int threads;            // encoder and decoder threads (0: as many as cores)
+    const char *preset;     // x264's speed preset
+} attache_transcode_plan;
+
+typedef struct {
+    uint8_t *data;          // malloc'd; attache_transcoded_free
+    size_t length;
+    double duration;        // seconds written
+    int width, height;      // of the video written (0 without video)
+    int64_t video_frames;
+    char video_encoder[32]; // "copy", "libx264", ... ("" without video)
+    char audio_encoder[32];
+} attache_transcoded;
+
+/// The H.264 encoder FFmpeg has here, by name, in `name` ("" and 0 when there is none).
+int attache_h264_encoder(char *name, size_t size);
+
+/// Writes the opened media as MP4 (or M4A, audio alone) by `plan`. The messages go to the
+/// options the media was opened with.
+attache_status attache_media_transcode(attache_media *media, const attache_transcode_plan *plan, attache_transcoded *out);
+void attache_transcoded_free(attache_transcoded *out);
+
+/// Frames the caller decoded (an animation), each shown for its time, as an H.264 MP4 without
+/// sound. Every frame is plan->width x plan->height, RGB or RGBA.
+typedef struct attache_movie_writer attache_movie_writer;
+attache_status attache_movie_writer_open(const attache_transcode_plan *plan, attache_media_options *options, attache_movie_writer **out);
+attache_status attache_movie_writer_add(attache_movie_writer *writer, const attache_image *frame, int milliseconds);
+attache_status attache_movie_writer_finish(attache_movie_writer *writer, attache_transcoded *out);
+void attache_movie_writer_free(attache_movie_writer *writer);
 #endif
