@@ -32,6 +32,8 @@ extension Enrichment {
         /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
         public var genericKeys = DialectReader.defaultGenericKeys
         public var posterMode: PosterMode = .fast
+        /// How movies and sounds the device would not play are converted; nil: they are refused.
+        public var transcode: TranscodeSettings? = TranscodeSettings()
         /// A result cache shared by every payload this enrichment handles (nil: none).
         public var cache: MediaCache.Configuration?
         /// An HTTP proxy for media fetches; proxy environment variables are never used.
@@ -87,7 +89,7 @@ public struct Enrichment: Sendable {
             )
             let configuration = MediaEnricher.Configuration(
                 dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
-                render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize),
+                render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize, transcode: options.transcode),
                 posterMode: options.posterMode,
                 rewriteSourceURLs: options.publicBaseURL != nil
             )

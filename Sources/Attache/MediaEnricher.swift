@@ -279,12 +279,14 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
         let limits = services.configuration.limits
+        let transcode = services.configuration.render.transcode
         // The media policy runs in the fetch engine on the first bytes; the format it sniffed
         // there is the one every later stage uses.
         let sniffed = SniffedFormat()
-        var request = FetchRequest(url: media.url, maxBytes: limits.videoBytes, prefixLength: Sniffer.prefixLength) { prefix in
+        var request = FetchRequest(url: media.url, maxBytes: PrefixPolicy.mostBytes(limits: limits, transcode: transcode),
+                                   prefixLength: Sniffer.prefixLength) { prefix in
             do throws(MediaError) {
-                let (format, maxBytes) = try PrefixPolicy.judge(prefix, limits: limits)
+                let (format, maxBytes) = try PrefixPolicy.judge(prefix, limits: limits, transcode: transcode)
                 sniffed.value.withLock { $0 = format }
                 return .accept(maxBytes: maxBytes)
             } catch {
@@ -432,10 +434,23 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let movie = try await services.decoder.movie(bytes, format: format, options: renderOptions(media), time: media.options.thumbnailTime,
                                                      posterMode: configuration.posterMode, limits: configuration.limits)
         let facts = movie.facts
+        let total = start.duration(to: .now).milliseconds
         update(index) { r in
             r.kind = facts.kind.rawValue
             r.timings.renderStart = offset
-            r.timings.render = start.duration(to: .now).milliseconds
+            r.timings.render = total
+            if let converted = movie.converted {
+                // The conversion's own measure; the probe and poster are the rest.
+                r.timings.render = max(0, total - converted.milliseconds)
+                r.timings.transcodeStart = offset + r.timings.render
+                r.timings.transcode = converted.milliseconds
+                r.convertedFrom = facts.format.rawValue
+                r.conversion = converted.json
+            }
+        }
+        if let converted = movie.converted {
+            return Rendered(main: converted.bytes, format: converted.format, uti: converted.uti, width: converted.width,
+                            height: converted.height, duration: converted.duration, thumbnail: movie.thumbnail, convertedFrom: facts.format)
         }
         return Rendered(main: try await original(bytes), original: fetched.body, format: facts.format, uti: facts.uti,
                         width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,

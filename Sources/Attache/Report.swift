@@ -5,8 +5,8 @@ import AttachePayload
 /// and when the fetch and the later stages started, in ms after the payload arrived.
 public struct StageTimings: Sendable, Equatable {
     public var dns = 0.0, connect = 0.0, tls = 0.0, firstByte = 0.0, download = 0.0
-    public var inspect = 0.0, render = 0.0, store = 0.0
-    public var fetchStart: Double?, inspectStart: Double?, renderStart: Double?, storeStart: Double?
+    public var inspect = 0.0, render = 0.0, transcode = 0.0, store = 0.0
+    public var fetchStart: Double?, inspectStart: Double?, renderStart: Double?, transcodeStart: Double?, storeStart: Double?
     public init() {}
 
     mutating func setFetch(_ t: FetchTimings) {
@@ -23,7 +23,8 @@ public struct StageTimings: Sendable, Equatable {
                 at += length
             }
         }
-        for (name, start, length) in [("inspect", inspectStart, inspect), ("render", renderStart, render), ("store", storeStart, store)] {
+        for (name, start, length) in [("inspect", inspectStart, inspect), ("render", renderStart, render),
+                                      ("transcode", transcodeStart, transcode), ("store", storeStart, store)] {
             if let start, length > 0 { out.append((name, start, length)) }
         }
         return out
@@ -33,10 +34,11 @@ public struct StageTimings: Sendable, Equatable {
         .object(JSONObject([
             "dns": .milliseconds(dns), "connect": .milliseconds(connect), "tls": .milliseconds(tls),
             "first_byte": .milliseconds(firstByte), "download": .milliseconds(download), "inspect": .milliseconds(inspect),
-            "render": .milliseconds(render), "store": .milliseconds(store),
+            "render": .milliseconds(render), "transcode": .milliseconds(transcode), "store": .milliseconds(store),
             "started": .object(JSONObject([
                 "fetch": fetchStart.map(JSONValue.milliseconds) ?? .null, "inspect": inspectStart.map(JSONValue.milliseconds) ?? .null,
-                "render": renderStart.map(JSONValue.milliseconds) ?? .null, "store": storeStart.map(JSONValue.milliseconds) ?? .null,
+                "render": renderStart.map(JSONValue.milliseconds) ?? .null, "transcode": transcodeStart.map(JSONValue.milliseconds) ?? .null,
+                "store": storeStart.map(JSONValue.milliseconds) ?? .null,
             ])),
         ]))
     }
@@ -60,6 +62,8 @@ public struct AttachmentReport: Sendable, Equatable {
     public var redirects: Int?
     /// The format the media came in when what was attached is a conversion (`heic`, `webp`, …).
     public var convertedFrom: String?
+    /// How a movie or sound was made playable (method, encoders, the seconds kept when cut).
+    public var conversion: JSONValue?
     /// The Android copy's URL, for an FCM send request.
     public var androidURL: String?
     /// `hit`, `miss` or `shared` when a result cache is in use.
@@ -84,6 +88,7 @@ public struct AttachmentReport: Sendable, Equatable {
         o["format"] = format.map(JSONValue.string) ?? .null
         o["bytes"] = bytes.map(JSONValue.int) ?? .null
         if let convertedFrom { o["converted_from"] = .string(convertedFrom) }
+        if let conversion { o["conversion"] = conversion }
         if let androidURL { o["android_url"] = .string(androidURL) }
         if let httpStatus { o["http_status"] = .int(httpStatus) }
         if let connectedIP { o["connected_ip"] = .string(connectedIP) }

@@ -57,6 +57,8 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default fast].")
     var poster: PosterMode?
 
+    @OptionGroup var transcode: TranscodeOptionGroup
+
     @Option(help: "Media decoded, rendered and stored at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default 32].")
     var maxMediaJobs: Int?
 
@@ -114,6 +116,7 @@ public struct EnrichOptionGroup: ParsableArguments {
             throw ValidationError("--media-key \"\(bad)\" is not a JSON Pointer (RFC 6901: /a/b/0, with ~0 for ~ and ~1 for /)")
         }
         options.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: options.posterMode)
+        options.transcode = try transcode.settings(settings)
         options.maxMediaJobs = try settings.int(maxMediaJobs, "ATTACHE_MAX_MEDIA_JOBS", option: "--max-media-jobs",
                                                 default: options.maxMediaJobs, in: 1...1024)
         options.isolation = try settings.choice(isolation, "ATTACHE_ISOLATION", default: defaultIsolation)

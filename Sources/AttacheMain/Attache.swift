@@ -8,7 +8,7 @@ struct AttacheCommand: AsyncParsableCommand {
         // Each subcommand sets its commandName: derived, ArgumentParser would spell it with
         // String(describing:), whose dynamic casts scan every conformance record of the static
         // binary at start-up.
-        subcommands: [Enrich.self, Serve.self, Worker.self, Relay.self, Lab.self, Config.self, Batch.self, Timeline.self, Probe.self, Fetch.self, Origin.self, Thumbnail.self]
+        subcommands: [Enrich.self, Serve.self, Worker.self, Relay.self, Lab.self, Config.self, Batch.self, Timeline.self, Probe.self, Convert.self, Fetch.self, Origin.self, Thumbnail.self]
     )
 
     static func main() async {

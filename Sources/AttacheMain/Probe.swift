@@ -11,12 +11,25 @@ struct Probe: AsyncParsableCommand {
         discussion: "Exit status 0 when the file could be read (whatever the verdict), 1 when it is not a readable movie or sound."
     )
 
-    @Argument(help: "A movie or sound file (MP4, MOV, M4A, AVI, MPEG, MP3, WAV, AIFF, WebM…).")
-    var file: String
+    @Argument(help: "A movie or sound file (MP4, MOV, M4A, AVI, MPEG, MP3, WAV, AIFF, WebM, Ogg, FLAC…).")
+    var file: String?
+
+    @Flag(help: "Print the encoders movies and sounds are converted with here (FFmpeg's, found at run time) instead.")
+    var encoders = false
+
+    func validate() throws {
+        guard (file == nil) == encoders else { throw ValidationError("give a file, or --encoders") }
+    }
 
     @OptionGroup var isolation: IsolationOptionGroup
 
     func run() async throws {
+        guard let file else {
+            let h264 = VideoPipeline.h264Encoder()
+            writeStdout(JSONWriter.bytes(.object(JSONObject(["h264": h264.map(JSONValue.string) ?? .null, "aac": .string("aac")]))) + [0x0a])
+            if h264 == nil { throw ExitCode(1) }
+            return
+        }
         let input = try InputFile(file)
         do {
             let facts: MediaFacts

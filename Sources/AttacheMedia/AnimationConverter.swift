@@ -1,7 +1,7 @@
 import AttacheSupport
 
-/// An animated WebP or AVIF, which iOS does not show, or a GIF over Apple's image cap, as an
-/// animated GIF that iOS shows: at most the display size, and within the cap — a first try that comes out too large is redone
+/// An animated WebP or AVIF, which iOS does not show, or a GIF over Apple's image cap, as an H.264
+/// movie (`movie`) or, when movies are not made, as an animated GIF that iOS shows (`render`): at most the display size, and within the cap — a first try that comes out too large is redone
 /// smaller (by the measured overshoot) and, when that is not enough, with every other frame (their
 /// time kept). When nothing fits, a still of the first frame.
 struct AnimationConverter {
@@ -13,6 +13,34 @@ struct AnimationConverter {
     /// Tries before settling for a still; the smallest edge worth animating.
     private static let attempts = 4
     private static let smallestEdge = 64
+
+    /// An H.264 movie of every frame, each shown for its own time, at most the movie edge: what
+    /// iOS plays in the expanded notification, a fraction of a big GIF's bytes. The thumbnail is the
+    /// first frame.
+    func movie(_ bytes: UnsafeRawBufferPointer, settings: TranscodeSettings) throws -> ImageRendition {
+        let edge = min(max(header.width, header.height), settings.maxEdge)
+        let plan = pipeline.plan(header, options: options, edge: edge)
+        let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
+        var writer: VideoCodecs.MovieWriter?
+        var first: Pixels?
+        var count = 0
+        while let (pixels, milliseconds) = try frames.next() {
+            if first == nil { first = pixels }
+            let sized = try pipeline.sized(pixels, clip: nil, edge: edge, orientation: header.orientation)
+            if writer == nil {
+                // The length is known only at the end: the first frame's time for each frame is the guess.
+                let seconds = Double(max(milliseconds, 20) * header.frames) / 1000
+                writer = try VideoCodecs.MovieWriter(plan: TranscodePlanner.animation(width: sized.width, height: sized.height, seconds: seconds,
+                                                                                      settings: settings), abort: abort)
+            }
+            try writer?.add(sized, milliseconds: milliseconds)
+            count += 1
+        }
+        guard let first, let writer else { throw MediaError(.invalidMedia, "\(header.format.rawValue): an animation without frames") }
+        let movie = try writer.finish()
+        let display = RenderedImage(bytes: movie.bytes, format: .mp4, width: movie.width, height: movie.height, frames: count)
+        return try pipeline.finish(header: header, firstFrame: first, display: display, options: options)
+    }
 
     func render(_ bytes: UnsafeRawBufferPointer) throws -> ImageRendition {
         let budget = pipeline.limits.imageBytes

@@ -168,9 +168,11 @@ public struct ImagePipeline: Sendable {
         let longest = max(header.width, header.height)
         let animated = header.frames > 1
         let converted = header.format.isConvertedForIOS
-        // An animation iOS does not show, or a GIF over Apple's cap: made into a GIF that fits.
+        // An animation iOS does not show, or a GIF over Apple's cap: made into a movie, or a GIF that fits.
         if animated && options.makesDisplayCopy && (converted || bytes.count > limits.imageBytes) {
-            return try AnimationConverter(pipeline: self, header: header, options: options, abort: abort).render(bytes)
+            let converter = AnimationConverter(pipeline: self, header: header, options: options, abort: abort)
+            if let settings = options.transcode { return try converter.movie(bytes, settings: settings) }
+            return try converter.render(bytes)
         }
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)

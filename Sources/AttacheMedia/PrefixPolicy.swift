@@ -3,7 +3,10 @@
 /// convert stops here, and each kind gets its own byte cap.
 public enum PrefixPolicy {
     /// The format the bytes start as, and the most bytes worth receiving for it.
-    public static func judge(_ prefix: [UInt8], limits: MediaLimits) throws(MediaError) -> (format: MediaFormat, maxBytes: Int) {
+    /// With `transcode`, a movie or sound may be up to its `sourceBytes`: it can be made smaller.
+    public static func judge(_ prefix: [UInt8], limits: MediaLimits, transcode: TranscodeSettings? = nil) throws(MediaError)
+        -> (format: MediaFormat, maxBytes: Int)
+    {
         guard let format = Sniffer.sniff(prefix) else {
             let text = String(decoding: prefix.prefix(256), as: UTF8.self).lowercased()
             if text.contains("<html") || text.contains("<!doctype") {
@@ -20,8 +23,14 @@ public enum PrefixPolicy {
             // become one): take up to twice the cap.
             return (format, limits.imageBytes * 2)
         default:
-            // Movies and sounds are judged by probing; WebM is refused there, with its codec named.
-            return (format, limits.byteCap(for: format.kind))
+            // Movies and sounds are judged by probing: what cannot be played or converted is
+            // refused there, with its codec named.
+            return (format, max(limits.byteCap(for: format.kind), transcode?.sourceBytes ?? 0))
         }
+    }
+
+    /// The most any download may be, before its first bytes say what it is.
+    public static func mostBytes(limits: MediaLimits, transcode: TranscodeSettings?) -> Int {
+        max(limits.videoBytes, limits.imageBytes * 2, transcode?.sourceBytes ?? 0)
     }
 }

@@ -53,6 +53,8 @@ public struct ConvertedMovie: Sendable, Equatable {
     /// `copy`, `libx264`, `aac`, … (nil: no such stream).
     public var videoEncoder: String?
     public var audioEncoder: String?
+    /// How long the conversion took.
+    public var milliseconds: Double = 0
 
     public var uti: String { format == .m4a ? "public.mpeg-4-audio" : MediaFormat.mp4.uti }
 
@@ -167,6 +169,21 @@ enum TranscodePlanner {
         return (plan, .transcode, kept < length ? kept : nil)
     }
 
+    /// Frames the project's decoders made (an animation) as H.264, `width` x `height` (made even).
+    static func animation(width: Int, height: Int, seconds: Double, settings: TranscodeSettings) -> TranscodePlan {
+        var plan = TranscodePlan(video: .encode, audio: .drop, maxBytes: settings.movieBytes)
+        plan.preset = settings.preset
+        plan.width = even(Double(max(width, minEdge)))
+        plan.height = even(Double(max(height, minEdge)))
+        plan.maxFPS = maxFPS
+        // An animation is short and its frames mostly still: a few megabits a second are plenty,
+        // and the target bounds longer ones.
+        let rate = min(4_000_000, Double(settings.movieBytes) * 8 * margin / (max(seconds, 1) + 1))
+        plan.maxRate = Int(rate)
+        plan.bufferSize = Int(rate)
+        return plan
+    }
+
     /// H.264 at 4:2:0 wants even sizes.
     static func even(_ value: Double) -> Int {
         max(2, Int(value.rounded()) & ~1)
@@ -180,6 +197,7 @@ extension VideoPipeline {
     {
         guard let demuxer = Self.demuxer(for: format) else { return nil }
         var decided: (method: ConvertedMovie.Method, keptSeconds: Double?)?
+        let start = ContinuousClock.now
         let result = try VideoCodecs.transcode(bytes, demuxer: demuxer, maxPixels: limits.maxVideoPixels, maxStreams: limits.maxStreams,
                                                abort: abort) { raw in
             guard let made = try TranscodePlanner.plan(raw, facts: facts, size: bytes.count, settings: settings) else { return nil }
@@ -199,7 +217,8 @@ extension VideoPipeline {
             bytes: output.bytes, format: facts.kind == .audio ? .m4a : .mp4, method: decided.method, duration: output.duration,
             width: output.width > 0 ? (swap ? output.height : output.width) : nil,
             height: output.height > 0 ? (swap ? output.width : output.height) : nil,
-            keptSeconds: decided.keptSeconds, videoEncoder: output.videoEncoder, audioEncoder: output.audioEncoder
+            keptSeconds: decided.keptSeconds, videoEncoder: output.videoEncoder, audioEncoder: output.audioEncoder,
+            milliseconds: start.duration(to: .now).milliseconds
         )
     }
 

@@ -12,7 +12,8 @@ public struct TimelineRenderer: Sendable {
     /// with these too).
     public static let stages: [(name: String, symbol: Character, color: String)] = [
         ("dns", "d", "#8e7cc3"), ("connect", "c", "#6fa8dc"), ("tls", "t", "#76a5af"), ("first_byte", "w", "#ffd966"),
-        ("download", "=", "#93c47d"), ("inspect", "i", "#f6b26b"), ("render", "r", "#e06666"), ("store", "s", "#a61c00"),
+        ("download", "=", "#93c47d"), ("inspect", "i", "#f6b26b"), ("render", "r", "#e06666"),
+        ("transcode", "v", "#c27ba0"), ("store", "s", "#a61c00"),
     ]
 
     /// The time span drawn: up to the deadline, unless the payload was out long before it (then

@@ -98,6 +98,23 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(sound.kind == .audio)
     }
 
+    /// Conversions run in the sandboxed helper (threads, the encoders' allocations, the muxer's
+    /// second pass in memory) and come back as they do in process.
+    @Test func conversionsComeOutAsInProcess() async throws {
+        let pool = try await makePool()
+        defer { pool.shutdown() }
+        var converting = options
+        converting.transcode = TranscodeSettings()
+        for (name, method) in [("clip-vp9.webm", ConvertedMovie.Method.transcode), ("clip-hevc.mkv", .remux), ("voice.opus", .transcode)] {
+            let isolated = try await pool.movie(Fixtures.bytes(name), format: nil, options: converting, time: nil, posterMode: .fast, limits: limits)
+            let converted = try #require(isolated.converted, "\(name)")
+            #expect(converted.method == method, "\(name)")
+            let facts = try VideoPipeline().probe(converted.bytes)
+            #expect(facts.isSupported, "\(name)")
+            #expect(abs(facts.duration - isolated.facts.duration) < 0.15, "\(name)")
+        }
+    }
+
     @Test func mediaErrorsComeBackAsTheyWereAndCostNoHelper() async throws {
         let pool = try await makePool()
         defer { pool.shutdown() }

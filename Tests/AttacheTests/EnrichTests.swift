@@ -17,7 +17,7 @@ import Testing
         ("airship.json", ["public.jpeg", "public.jpeg"]), ("braze.json", ["com.compuserve.gif"]),
         ("clevertap.json", ["public.jpeg"]), ("iterable.json", ["public.jpeg"]), ("customerio.json", ["public.png"]),
         ("generic.json", ["public.png"]), ("heic.json", ["public.jpeg"]), ("webp.json", ["public.jpeg"]),
-        ("animated-webp.json", ["com.compuserve.gif"]), ("klaviyo.json", ["public.png"]), ("pushwoosh.json", ["public.jpeg"]),
+        ("animated-webp.json", ["public.mpeg-4"]), ("klaviyo.json", ["public.png"]), ("pushwoosh.json", ["public.jpeg"]),
         ("batch.json", ["public.jpeg"]), ("mixpanel.json", ["com.compuserve.gif"]), ("notifee.json", ["public.jpeg"]),
         ("expo.json", ["public.jpeg"]), ("salesforce.json", ["public.mpeg-4"]), ("adobe.json", ["public.png"]),
         ("handwritten.json", ["public.jpeg"]),
@@ -70,7 +70,7 @@ import Testing
     /// Every converted kind through `enrich`: a JPEG, PNG or GIF with a thumbnail and a
     /// placeholder, inside the APNs budget.
     @Test(arguments: [("photo.jxl", "public.jpeg"), ("photo.avif", "public.jpeg"), ("alpha.webp", "public.png"),
-                      ("alpha.heic", "public.png"), ("animated.avif", "com.compuserve.gif")])
+                      ("alpha.heic", "public.png"), ("animated.avif", "public.mpeg-4")])
     func everyConvertedKindIsAttached(_ name: String, _ type: String) async throws {
         let (h, e) = try Harness.started()
         defer { h.stop(e) }
@@ -129,7 +129,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("fallback-truncated.json", Reason.invalidMedia), ("fallback-webm.json", .unsupportedType),
+        ("fallback-truncated.json", Reason.invalidMedia),
         ("fallback-address-denied.json", .addressDenied), ("fallback-key-conflict.json", .keyConflict),
     ])
     func fallbackIsByteIdentical(_ name: String, _ reason: Reason) async throws {
@@ -231,9 +231,9 @@ import Testing
         (#"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/photo.webp","type":"webp"}}}"#,
          [JSONPathComponent.key("ab"), .key("att"), .key("type")], "jpg", ".jpg"),
         (#"{"aps":{"alert":"x","mutable-content":1},"ab":{"att":{"url":"ORIGIN/movie.webp","type":"webp"}}}"#,
-         [.key("ab"), .key("att"), .key("type")], "gif", ".gif"),
+         [.key("ab"), .key("att"), .key("type")], "mp4", ".mp4"),
         (#"{"aps":{"alert":"x","mutable-content":1},"ct_mediaUrl":"ORIGIN/animated.avif","ct_mediaType":"image"}"#,
-         [.key("ct_mediaType")], "gif", ".gif"),
+         [.key("ct_mediaType")], "video", ".mp4"),
         (#"{"aps":{"alert":"x","mutable-content":1},"ct_mediaUrl":"ORIGIN/alpha.heic","ct_mediaType":"image"}"#,
          [.key("ct_mediaType")], "image", ".png"),
     ])
@@ -390,7 +390,7 @@ import Testing
         #expect(a["format"]?.stringValue == "jpeg")
         #expect(a["bytes"]?.doubleValue == Double(Fixtures.bytes("photo.jpg").count))
         let timings = try #require(a["timings"]?.objectValue)
-        #expect(timings.keys == ["dns", "connect", "tls", "first_byte", "download", "inspect", "render", "store", "started"])
+        #expect(timings.keys == ["dns", "connect", "tls", "first_byte", "download", "inspect", "render", "transcode", "store", "started"])
         let started = try #require(timings["started"]?.objectValue)
         #expect((started["fetch"]?.doubleValue ?? -1) >= 0)
         #expect((started["render"]?.doubleValue ?? 0) >= (started["inspect"]?.doubleValue ?? 1))
@@ -422,9 +422,39 @@ import Testing
         #expect(entry["thumbnail"] == nil)
     }
 
-    @Test(arguments: ["fallback-webm.json", "fallback-playlist.json"])
-    func refusedMoviesFallBack(_ name: String) async throws {
-        try await Harness.expectOriginal({ $0.sample(name) }, reason: .unsupportedType)
+    @Test func refusedMoviesFallBack() async throws {
+        try await Harness.expectOriginal({ $0.sample("fallback-playlist.json") }, reason: .unsupportedType)
+        // Without conversion, a WebM is refused as iOS would refuse it.
+        let (h, e) = try Harness.started { $0.transcode = nil }
+        defer { h.stop(e) }
+        let input = h.sample("webm.json")
+        let emission = try await e.enrich(input)
+        #expect(emission.bytes == input)
+        #expect(emission.reason == .unsupportedType)
+    }
+
+    /// Movies and sounds iOS does not play arrive as ones it does, with the stage in the report.
+    @Test(arguments: [
+        ("webm.json", "public.mpeg-4", "webm", "transcode"), ("voice-note.json", "public.mpeg-4-audio", "ogg", "transcode"),
+        ("mkv.json", "public.mpeg-4", "webm", "remux"),
+    ])
+    func convertedMoviesAndSoundsAreAttached(_ name: String, _ type: String, _ from: String, _ method: String) async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let emission = try await e.enrich(h.sample(name))
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == type)
+        #expect(entry["converted-from"]?.stringValue == from)
+        let report = try #require(emission.report.attachments.first)
+        #expect(report.conversion?.objectValue?["method"]?.stringValue == method)
+        #expect(report.timings.spans.contains { $0.stage == "transcode" })
+        let stored = try #require(entry["url"]?.stringValue)
+        #expect(stored.hasPrefix("file://"))
+        let bytes = try readFile(String(stored.dropFirst("file://".count)))
+        let facts = try VideoPipeline().probe(bytes)
+        #expect(facts.isSupported)
+        #expect(facts.format == (type == "public.mpeg-4" ? .mp4 : .m4a))
     }
 }
 

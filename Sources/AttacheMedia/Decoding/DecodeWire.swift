@@ -329,6 +329,7 @@ package enum DecodeWire {
     static func json(_ c: ConvertedMovie, blob: Int) -> JSONValue {
         var o = JSONObject([
             "format": .string(c.format.rawValue), "method": .string(c.method.rawValue), "duration": .exact(c.duration), "blob": .int(blob),
+            "ms": .exact(c.milliseconds),
         ])
         if let w = c.width, let h = c.height {
             o["width"] = .int(w)
@@ -350,7 +351,7 @@ package enum DecodeWire {
         return ConvertedMovie(bytes: blobs[index], format: format, method: method, duration: try o.double("duration"),
                               width: o.has("width") ? try o.int("width") : nil, height: o.has("height") ? try o.int("height") : nil,
                               keptSeconds: try o.optionalDouble("kept_seconds"), videoEncoder: try o.optionalString("video"),
-                              audioEncoder: try o.optionalString("audio"))
+                              audioEncoder: try o.optionalString("audio"), milliseconds: try o.double("ms"))
     }
 
     static func json(_ l: MediaLimits) -> JSONValue {

@@ -1,0 +1,77 @@
+import ArgumentParser
+import AttacheCommandLine
+import AttacheMedia
+import AttachePayload
+import AttacheSupport
+
+struct Convert: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "convert",
+        abstract: "Make a movie, sound or animation the device does not play into one it does (the pipeline's own conversion), and print what was done as JSON.",
+        discussion: """
+            Movies become H.264/AAC MP4 (streams that already fit are copied), sounds AAC in M4A, animated GIFs over 10 MB and \
+            animated WebP/AVIF an H.264 MP4. A file the device already plays within its cap is left alone: nothing is written and \
+            the JSON says "method": "none". Exit status 1 when the file cannot be converted, with the reason.
+            """
+    )
+
+    @Argument(help: "A movie, sound or animation (WebM, MKV, MPEG-TS, Ogg, FLAC, WAV, GIF, WebP, AVIF…).")
+    var file: String
+
+    @Option(name: .shortAndLong, help: "Where the converted file goes (.mp4 or .m4a).")
+    var output: String
+
+    @OptionGroup var transcode: TranscodeOptionGroup
+    @OptionGroup var isolation: IsolationOptionGroup
+
+    func run() async throws {
+        guard let settings = try transcode.settings() else { throw ValidationError("--no-transcode leaves nothing to do") }
+        let input = try InputFile(file)
+        let options = RenderOptions(makesDisplayCopy: true, transcode: settings)
+        let start = ContinuousClock.now
+        do {
+            let bytes = input.withUnsafeBytes { Array($0) }
+            var answer = JSONObject()
+            var made: [UInt8]?
+            if Sniffer.sniff(bytes)?.kind == .image {
+                let rendition: ImageRendition
+                if let pool = try isolation.pool() {
+                    defer { pool.shutdown() }
+                    rendition = try await pool.image(.memory(bytes), format: nil, options: options, limits: MediaLimits()).rendition
+                } else {
+                    let pipeline = ImagePipeline()
+                    rendition = try bytes.withUnsafeBytes { try pipeline.render($0, header: try pipeline.inspect($0), options: options) }
+                }
+                answer["from"] = .string(rendition.header.format.rawValue)
+                if let display = rendition.display, display.format == .mp4 {
+                    made = display.bytes
+                    answer["method"] = .string("transcode")
+                    answer["format"] = .string("mp4")
+                    answer["bytes"] = .int(display.bytes.count)
+                    answer["width"] = .int(display.width)
+                    answer["height"] = .int(display.height)
+                    answer["frames"] = .int(display.frames)
+                }
+            } else {
+                let movie: MovieRendition
+                if let pool = try isolation.pool() {
+                    defer { pool.shutdown() }
+                    movie = try await pool.movie(.memory(bytes), format: nil, options: options, time: nil, posterMode: .fast, limits: MediaLimits())
+                } else {
+                    movie = try VideoPipeline().render(bytes, options: options, time: nil)
+                }
+                answer["from"] = .string(movie.facts.format.rawValue)
+                if let converted = movie.converted {
+                    made = converted.bytes
+                    if case .object(let o) = converted.json { for member in o.members { answer[member.key] = member.value } }
+                }
+            }
+            if let made { try writeFile(output, made) } else { answer["method"] = .string("none") }
+            answer["ms"] = .milliseconds(start.duration(to: .now).milliseconds)
+            writeStdout(JSONWriter.bytes(.object(answer)) + [0x0a])
+        } catch let error as MediaError {
+            printError("attache: \(file): \(error)\(error.detail.map { " (\($0))" } ?? "")")
+            throw ExitCode(1)
+        }
+    }
+}
