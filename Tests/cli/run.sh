@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Command-line contract of `attache enrich` (stdout carries only the payload, exit 0 whenever a
-# payload was emitted, exit 2 with one line for input that is not a payload), of `thumbnail` and
-# `probe` on files and standard input, and of `serve` handing over to attache-serve.
+# payload was emitted, exit 2 with one line for input that is not a payload), of `thumbnail`,
+# `probe` and `convert` on files and standard input, and of `serve` handing over to attache-serve.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 origin=
@@ -145,5 +145,17 @@ check "no room to store: exit 0 with the original" "[ \"\$(cat $tmp/full2-code)\
 check "no room to store is store-failed" "grep -q '\"reason\":\"store-failed\"' $tmp/full2-report.json"
 check "no room to store: no file left" "[ \"\$(cat $tmp/full2-left)\" = 0 ]"
 kill $origin2 2>/dev/null
+
+# convert: a WebM becomes an MP4 the pipeline's own probe calls supported; a file the device plays
+# is left alone; a broken one is exit 1 with the reason on stderr.
+"$bin" convert Samples/media/clip-vp9.webm -o "$tmp/clip.mp4" > "$tmp/convert.json" 2> "$tmp/convert.err"
+check "convert: a WebM is transcoded" "grep -q '\"method\":\"transcode\"' $tmp/convert.json"
+check "convert: the MP4 is one iOS plays" "\"$bin\" probe $tmp/clip.mp4 | grep -q '\"verdict\":\"supported\"'"
+"$bin" convert Samples/media/clip.mp4 -o "$tmp/same.mp4" > "$tmp/convert2.json"
+check "convert: a playable file is left alone" "grep -q '\"method\":\"none\"' $tmp/convert2.json && [ ! -e $tmp/same.mp4 ]"
+"$bin" convert Samples/media/hostile/255-channels.wav -o "$tmp/x.m4a" > /dev/null 2> "$tmp/convert3.err"
+code=$?
+check "convert: a hostile sound is exit 1 with its reason" "[ $code = 1 ] && grep -q '255 audio channels' $tmp/convert3.err"
+check "probe --encoders names the H.264 encoder" "\"$bin\" probe --encoders | grep -q '\"h264\":\"lib'"
 
 finish cli

@@ -15,7 +15,7 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 binary = sys.argv[1]
 cases = int(sys.argv[2]) if len(sys.argv) > 2 else 600
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
-media = sorted(p for p in glob.glob(os.path.join(root, "Samples/media/*")) + glob.glob(os.path.join(root, "Samples/media/scans/*"))
+media = sorted(p for d in ("", "scans/", "hostile/") for p in glob.glob(os.path.join(root, f"Samples/media/{d}*"))
                if os.path.isfile(p) and not p.endswith((".html", ".sh")) and os.path.getsize(p) < 300_000)
 payloads = [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(root, "Samples/payloads/*.json")))]
 work = os.environ.get("TMPDIR", "/tmp")
@@ -43,11 +43,15 @@ for n in range(cases):
         data = mutate(open(seed, "rb").read(), [b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"])
         path = os.path.join(work, "attache-fuzz-case")
         open(path, "wb").write(data)
-        if rng.random() < 0.7:
+        r = rng.random()
+        if r < 0.55:
             command = [binary, "thumbnail", path, "-o", path + ".jpg"]
             # Movies: the poster frame at a random time, in either mode (exact decodes many frames).
             if rng.random() < 0.5:
                 command += ["--time", f"{rng.uniform(0, 12):.2f}", "--poster", rng.choice(["fast", "exact"])]
+        elif r < 0.75:
+            # Movies, sounds and animations made playable (a small target makes the planner cut).
+            command = [binary, "convert", path, "-o", path + ".mp4"] + rng.choice([[], ["--movie-max-bytes", "20000", "--movie-keep", "1s"]])
         else:
             command = [binary, "probe", path]
         result = subprocess.run(command, capture_output=True, timeout=30)
