@@ -111,6 +111,32 @@ import Testing
         _ = try played(converted)
     }
 
+    /// A GIF over the image cap (a 14 MB one, here one over a cap a third its size) and animations
+    /// iOS does not show become an H.264 movie of every frame, from the project's own decoders;
+    /// the thumbnail is the first frame.
+    @Test(arguments: [("movie.webp", 20, 0), ("animated.avif", 7, 0), ("gif-of-movie.webp", 20, 3)])
+    func animationsBecomeMovies(_ name: String, _ frames: Int, _ capDivisor: Int) throws {
+        var bytes = Fixtures.bytes(name)
+        var limits = MediaLimits()
+        if name.hasPrefix("gif-of-") {
+            // The animated WebP as a GIF, then a cap it is over.
+            bytes = try #require(try ImagePipeline().render(Fixtures.bytes("movie.webp"), header: ImagePipeline().inspect(Fixtures.bytes("movie.webp")),
+                                                            options: RenderOptions()).display).bytes
+            limits.imageBytes = bytes.count * 2 / 3
+        }
+        let pipeline = ImagePipeline(limits: limits)
+        let rendition = try pipeline.render(bytes, header: pipeline.inspect(bytes), options: RenderOptions(transcode: TranscodeSettings()))
+        let movie = try #require(rendition.display)
+        #expect(movie.format == .mp4)
+        #expect(movie.frames == frames)
+        #expect(rendition.convertedFrom == rendition.header.format)
+        #expect(rendition.thumbnail.format == .jpeg)
+        let facts = try played(ConvertedMovie(bytes: movie.bytes, format: .mp4, method: .transcode, duration: 0))
+        #expect(facts.videoCodec == "h264")
+        #expect(facts.duration > 0.4)
+        #expect(movie.bytes.count < bytes.count || capDivisor == 0)
+    }
+
     @Test func withoutSettingsWebMIsStillRefused() throws {
         #expect { try pipeline.render(Fixtures.bytes("clip-vp9.webm"), options: RenderOptions(), time: nil) } throws: {
             ($0 as? MediaError)?.code == .unsupportedType
