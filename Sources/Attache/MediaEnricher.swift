@@ -175,8 +175,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let r = services.configuration.render
         let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
         let time = media.options.thumbnailTime.map { "\($0)" } ?? "-"
+        let transcode = r.transcode.map { " v\($0.movieBytes),\($0.soundBytes),\($0.keepSeconds),\($0.maxEdge),\($0.preset)" } ?? " v-"
         return "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
-            + (androidCopy ? " android" : "")
+            + (androidCopy ? " android" : "") + transcode
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {

@@ -30,17 +30,20 @@ struct Convert: AsyncParsableCommand {
         let options = RenderOptions(makesDisplayCopy: true, transcode: settings)
         let start = ContinuousClock.now
         do {
-            let bytes = input.withUnsafeBytes { Array($0) }
+            // In this process the mapped file is read where it is (no copy of a 20 MB GIF or a
+            // long clip); a helper gets the bytes.
+            let pool = try isolation.pool()
+            defer { pool?.shutdown() }
             var answer = JSONObject()
             var made: [UInt8]?
-            if Sniffer.sniff(bytes)?.kind == .image {
+            if input.withUnsafeBytes({ Sniffer.sniff($0) })?.kind == .image {
                 let rendition: ImageRendition
-                if let pool = try isolation.pool() {
-                    defer { pool.shutdown() }
-                    rendition = try await pool.image(.memory(bytes), format: nil, options: options, limits: MediaLimits()).rendition
+                if let pool {
+                    rendition = try await pool.image(.memory(input.withUnsafeBytes { Array($0) }), format: nil, options: options,
+                                                     limits: MediaLimits()).rendition
                 } else {
                     let pipeline = ImagePipeline()
-                    rendition = try bytes.withUnsafeBytes { try pipeline.render($0, header: try pipeline.inspect($0), options: options) }
+                    rendition = try input.withUnsafeBytes { try pipeline.render($0, header: try pipeline.inspect($0), options: options) }
                 }
                 answer["from"] = .string(rendition.header.format.rawValue)
                 if let display = rendition.display, display.format == .mp4 {
@@ -54,11 +57,11 @@ struct Convert: AsyncParsableCommand {
                 }
             } else {
                 let movie: MovieRendition
-                if let pool = try isolation.pool() {
-                    defer { pool.shutdown() }
-                    movie = try await pool.movie(.memory(bytes), format: nil, options: options, time: nil, posterMode: .fast, limits: MediaLimits())
+                if let pool {
+                    movie = try await pool.movie(.memory(input.withUnsafeBytes { Array($0) }), format: nil, options: options, time: nil,
+                                                 posterMode: .fast, limits: MediaLimits())
                 } else {
-                    movie = try VideoPipeline().render(bytes, options: options, time: nil)
+                    movie = try input.withUnsafeBytes { try VideoPipeline().render($0, options: options, time: nil) }
                 }
                 answer["from"] = .string(movie.facts.format.rawValue)
                 if let converted = movie.converted {

@@ -30,7 +30,7 @@ struct AnimationConverter {
             if writer == nil {
                 // The length is known only at the end: the first frame's time for each frame is the guess.
                 let seconds = Double(max(milliseconds, 20) * header.frames) / 1000
-                writer = try VideoCodecs.MovieWriter(plan: TranscodePlanner.animation(width: sized.width, height: sized.height, seconds: seconds,
+                writer = try VideoCodecs.MovieWriter(plan: TranscodePlanner.animation(width: sized.width, height: sized.height, frames: header.frames, seconds: seconds,
                                                                                       settings: settings), abort: abort)
             }
             try writer?.add(sized, milliseconds: milliseconds)

@@ -151,6 +151,7 @@ enum TranscodePlanner {
         }
         let fps = min(max(raw.frameRate ?? 30, 1), maxFPS)
         plan.maxFPS = maxFPS
+        plan.frameRate = fps
         let longest = max(raw.width, raw.height, 1), shortest = max(min(raw.width, raw.height), 1)
         var edge = Double(min(longest, settings.maxEdge))
         let aspect = Double(shortest) / Double(longest)
@@ -170,12 +171,13 @@ enum TranscodePlanner {
     }
 
     /// Frames the project's decoders made (an animation) as H.264, `width` x `height` (made even).
-    static func animation(width: Int, height: Int, seconds: Double, settings: TranscodeSettings) -> TranscodePlan {
+    static func animation(width: Int, height: Int, frames: Int, seconds: Double, settings: TranscodeSettings) -> TranscodePlan {
         var plan = TranscodePlan(video: .encode, audio: .drop, maxBytes: settings.movieBytes)
         plan.preset = settings.preset
         plan.width = even(Double(max(width, minEdge)))
         plan.height = even(Double(max(height, minEdge)))
         plan.maxFPS = maxFPS
+        plan.frameRate = min(max(Double(frames) / max(seconds, 0.01), 1), maxFPS)
         // An animation is short and its frames mostly still: a few megabits a second are plenty,
         // and the target bounds longer ones.
         let rate = min(4_000_000, Double(settings.movieBytes) * 8 * margin / (max(seconds, 1) + 1))

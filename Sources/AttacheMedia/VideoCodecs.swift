@@ -178,6 +178,8 @@ struct TranscodePlan: Equatable {
     var maxRate = 0
     var bufferSize = 0
     var maxFPS = 60.0
+    /// What the encoder plans its rate for (0: maxFPS).
+    var frameRate = 0.0
     var audioRate = 128_000
     var sampleRate = 48_000
     var channels = 2
@@ -197,6 +199,7 @@ struct TranscodePlan: Equatable {
             plan.max_rate = Int64(maxRate)
             plan.buf_size = Int64(bufferSize)
             plan.max_fps = maxFPS
+            plan.frame_rate = frameRate
             plan.audio_rate = Int32(audioRate)
             plan.sample_rate = Int32(sampleRate)
             plan.channels = Int32(channels)

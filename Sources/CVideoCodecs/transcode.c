@@ -189,8 +189,10 @@ typedef struct {
     int64_t frames;
 } video_encoder;
 
+/// `source`: the stream being transcoded, whose colour tags are kept (its pixels keep their
+/// matrix); NULL for RGB frames.
 static attache_status video_encoder_open(video_encoder *v, output *o, const attache_transcode_plan *plan, AVRational time_base,
-                                         attache_media_options *options) {
+                                         const AVCodecParameters *source, attache_media_options *options) {
     memset(v, 0, sizeof *v);
     v->last_pts = AV_NOPTS_VALUE;
     char name[32];
@@ -207,11 +209,16 @@ static attache_status video_encoder_open(video_encoder *v, output *o, const atta
     c->height = plan->height;
     c->pix_fmt = AV_PIX_FMT_YUV420P;
     c->time_base = time_base;
+    // x264 plans its rate control per frame at this rate; without it, it takes the time base's
+    // (1000 a second for WebM), and spends its bits and time as if every frame were a millisecond.
+    double rate = plan->frame_rate > 0 ? plan->frame_rate : plan->max_fps > 0 ? plan->max_fps : 30;
+    c->framerate = (AVRational){ (int)(rate * 1000 + 0.5), 1000 };
     c->sample_aspect_ratio = (AVRational){ 1, 1 };
     c->color_range = AVCOL_RANGE_MPEG;
-    c->colorspace = AVCOL_SPC_BT709;
-    c->color_primaries = AVCOL_PRI_BT709;
-    c->color_trc = AVCOL_TRC_BT709;
+    // RGB frames are sRGB, made BT.601 YUV by libswscale.
+    c->colorspace = source ? source->color_space : AVCOL_SPC_SMPTE170M;
+    c->color_primaries = source ? source->color_primaries : AVCOL_PRI_BT709;
+    c->color_trc = source ? source->color_trc : AVCOL_TRC_IEC61966_2_1;
     c->thread_count = plan->threads;
     c->rc_max_rate = plan->max_rate;
     c->rc_buffer_size = (int)(plan->buf_size > INT32_MAX ? INT32_MAX : plan->buf_size);
@@ -280,10 +287,14 @@ static attache_status video_encode(video_encoder *v, output *o, const uint8_t *c
         snprintf(options->message, sizeof options->message, "cannot convert %s", FF(av_get_pix_fmt_name)(format));
         return ATTACHE_ERR_UNSUPPORTED;
     }
+    // Pixels keep their matrix: RGB becomes BT.601 YUV (libswscale's own conversion, and what the
+    // stream is tagged with), YUV keeps its own (the stream carries the source's tags); only
+    // full-range YUV is brought to the limited range H.264 players expect.
     int rgb = format == AV_PIX_FMT_RGB24 || format == AV_PIX_FMT_RGBA;
-    int source_space = space == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT;
-    FF(sws_setColorspaceDetails)(v->sws, FF(sws_getCoefficients)(rgb ? SWS_CS_DEFAULT : source_space), rgb || full_range,
-                                 FF(sws_getCoefficients)(SWS_CS_ITU709), 0, 0, 1 << 16, 1 << 16);
+    if (!rgb && full_range) {
+        const int *table = FF(sws_getCoefficients)(space == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT);
+        FF(sws_setColorspaceDetails)(v->sws, table, 1, table, 0, 0, 1 << 16, 1 << 16);
+    }
     int rc = FF(av_frame_make_writable)(v->frame);
     if (rc < 0) return attache_media_failure(options, rc, "frame");
     FF(sws_scale)(v->sws, planes, strides, 0, height, v->frame->data, v->frame->linesize);
@@ -535,7 +546,7 @@ attache_status attache_media_transcode(attache_media *m, const attache_transcode
     if (!pkt || !frame) status = ATTACHE_ERR_NOMEM;
     if (status == ATTACHE_OK) status = route_open(m, &routes[0], video_index, plan->video, &o, plan);
     if (status == ATTACHE_OK && routes[0].mode == ATTACHE_STREAM_ENCODE) {
-        status = video_encoder_open(&v, &o, plan, routes[0].in->time_base, options);
+        status = video_encoder_open(&v, &o, plan, routes[0].in->time_base, routes[0].in->codecpar, options);
         if (status == ATTACHE_OK) { keep_rotation(routes[0].in, v.stream); snprintf(out->video_encoder, sizeof out->video_encoder, "%s", v.codec->codec->name); }
     } else if (status == ATTACHE_OK && routes[0].mode == ATTACHE_STREAM_COPY) {
         keep_rotation(routes[0].in, routes[0].out);
@@ -680,7 +691,7 @@ attache_status attache_movie_writer_open(const attache_transcode_plan *plan, att
     if (!w) return ATTACHE_ERR_NOMEM;
     w->options = options;
     attache_status status = output_open(&w->out, "mp4", plan->max_bytes, options);
-    if (status == ATTACHE_OK) status = video_encoder_open(&w->video, &w->out, plan, (AVRational){ 1, 1000 }, options);
+    if (status == ATTACHE_OK) status = video_encoder_open(&w->video, &w->out, plan, (AVRational){ 1, 1000 }, NULL, options);
     if (status == ATTACHE_OK) status = output_start(&w->out, options);
     if (status != ATTACHE_OK) {
         attache_movie_writer_free(w);

@@ -69,6 +69,7 @@ typedef struct {
     int64_t max_rate;       // bits/s; with buf_size the bound that keeps the file under its target
     int64_t buf_size;       // bits
     double max_fps;         // a frame sooner than 1/max_fps after the last one kept is dropped
+    double frame_rate;      // the rate the encoder plans for (its rate control and VBV); 0: max_fps
     int audio_rate;         // AAC bits/s
     int sample_rate;
     int channels;           // 1 or 2
