@@ -50,7 +50,8 @@ enum VideoCodecs {
         }
     }
 
-    private static func string<T>(_ tuple: T) -> String {
+    /// A NUL-terminated C char array (a fixed-size field of a C struct) as a String.
+    static func string<T>(_ tuple: T) -> String {
         withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
@@ -228,8 +229,8 @@ struct TranscodeOutput {
         width = Int(out.width)
         height = Int(out.height)
         frames = Int(out.video_frames)
-        videoEncoder = withUnsafeBytes(of: out.video_encoder) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }.nilIfEmpty
-        audioEncoder = withUnsafeBytes(of: out.audio_encoder) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }.nilIfEmpty
+        videoEncoder = VideoCodecs.string(out.video_encoder).nilIfEmpty
+        audioEncoder = VideoCodecs.string(out.audio_encoder).nilIfEmpty
     }
 }
 

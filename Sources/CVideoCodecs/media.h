@@ -19,5 +19,8 @@ struct attache_media {
 int attache_media_interrupted(void *opaque);
 /// Puts FFmpeg's text for `error` in the options' message and maps it to a status.
 attache_status attache_media_failure(attache_media_options *o, int error, const char *what);
+/// The frame's pixel format, the deprecated full-range "J" formats named as their plain ones, and
+/// whether its samples are full range.
+enum AVPixelFormat attache_media_frame_format(const AVFrame *f, int *full_range);
 attache_status attache_media_open_decoder(attache_media *m, AVStream *st, int threads, AVCodecContext **out);
 #endif

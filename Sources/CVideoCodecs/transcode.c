@@ -499,14 +499,8 @@ static attache_status video_frame(attache_media *m, route *r, video_encoder *v, 
     int64_t pts = f->best_effort_timestamp;
     if (pts == AV_NOPTS_VALUE) pts = v->last_pts == AV_NOPTS_VALUE ? r->start : v->last_pts + 1;
     if (pts >= r->cut) { r->done = 1; return ATTACHE_OK; }
-    enum AVPixelFormat format = f->format;
-    int full = f->color_range == AVCOL_RANGE_JPEG;
-    switch (format) {  // the deprecated "J" formats mean full range
-        case AV_PIX_FMT_YUVJ420P: format = AV_PIX_FMT_YUV420P; full = 1; break;
-        case AV_PIX_FMT_YUVJ422P: format = AV_PIX_FMT_YUV422P; full = 1; break;
-        case AV_PIX_FMT_YUVJ444P: format = AV_PIX_FMT_YUV444P; full = 1; break;
-        default: break;
-    }
+    int full;
+    enum AVPixelFormat format = attache_media_frame_format(f, &full);
     return video_encode(v, o, (const uint8_t *const *)f->data, f->linesize, f->width, f->height, format, f->colorspace, full,
                         pts - r->start, m->options);
 }

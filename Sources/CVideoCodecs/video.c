@@ -112,6 +112,16 @@ static attache_status measure_sound(attache_media *m, int stream, attache_media_
     return ATTACHE_OK;
 }
 
+enum AVPixelFormat attache_media_frame_format(const AVFrame *f, int *full_range) {
+    *full_range = f->color_range == AVCOL_RANGE_JPEG;
+    switch (f->format) {  // the deprecated "J" formats mean full range
+        case AV_PIX_FMT_YUVJ420P: *full_range = 1; return AV_PIX_FMT_YUV420P;
+        case AV_PIX_FMT_YUVJ422P: *full_range = 1; return AV_PIX_FMT_YUV422P;
+        case AV_PIX_FMT_YUVJ444P: *full_range = 1; return AV_PIX_FMT_YUV444P;
+        default: return f->format;
+    }
+}
+
 int attache_video_load(char *message, size_t size) {
     if (!attache_ffmpeg_load(message, size)) return 0;
     FF(av_log_set_level)(AV_LOG_QUIET);
@@ -277,14 +287,8 @@ static attache_status to_rgb(attache_media *m, const AVFrame *f, int max_edge, a
         if (dw < 1) dw = 1;
         if (dh < 1) dh = 1;
     }
-    enum AVPixelFormat format = f->format;
-    int full_range = f->color_range == AVCOL_RANGE_JPEG;
-    switch (format) {  // the deprecated "J" formats mean full range
-        case AV_PIX_FMT_YUVJ420P: format = AV_PIX_FMT_YUV420P; full_range = 1; break;
-        case AV_PIX_FMT_YUVJ422P: format = AV_PIX_FMT_YUV422P; full_range = 1; break;
-        case AV_PIX_FMT_YUVJ444P: format = AV_PIX_FMT_YUV444P; full_range = 1; break;
-        default: break;
-    }
+    int full_range;
+    enum AVPixelFormat format = attache_media_frame_format(f, &full_range);
     struct SwsContext *sws = FF(sws_getContext)(w, h, format, dw, dh, AV_PIX_FMT_RGB24,
                                             dw < w ? SWS_AREA : SWS_BICUBIC, NULL, NULL, NULL);
     if (!sws) {
