@@ -90,7 +90,7 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   "$python" Tests/cli/apns.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 300 0.01 "$tmp/burst.txt" > "$tmp/burst.log" 2>&1 &
   burst=$!
   # Killed once the double has answered a few, while the rest are in flight or still to come.
-  for _ in $(seq 200); do [ "$(wc -l < "$tmp/killed.jsonl" 2>/dev/null || echo 0)" -ge 10 ] && break; sleep 0.05; done
+  for _ in $(seq 200); do [ "$(cat "$tmp/killed.jsonl" 2>/dev/null | wc -l)" -ge 10 ] && break; sleep 0.05; done
   kill -KILL "$relay"; wait "$relay" 2>/dev/null
   wait "$burst"
   sent=$(grep -c ' sent$' "$tmp/burst.txt")

@@ -26,10 +26,10 @@ for i in $(seq 50); do
     "http://127.0.0.1:$sport/v1/enrich" > "$tmp/code.$i" &
 done
 for _ in $(seq 200); do
-  curl -s "http://127.0.0.1:$sport/metrics" | grep -q '^attache_in_flight 50' && break
+  curl -s "http://127.0.0.1:$sport/metrics" | grep '^attache_in_flight 50' >/dev/null && break
   sleep 0.05
 done
-check "all 50 were in flight at SIGTERM" "curl -s http://127.0.0.1:$sport/metrics | grep -q '^attache_in_flight 50'"
+check "all 50 were in flight at SIGTERM" "curl -s http://127.0.0.1:$sport/metrics | grep '^attache_in_flight 50' >/dev/null"
 kill -TERM "$server"
 wait "$server"
 code=$?

@@ -95,7 +95,7 @@ check "… byte for byte" "[ '$late_data' = '$late' ]"
 check "… without a fetch" "[ $(origin_requests animated.gif) = $gets_before ]"
 health=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport2/healthz")
 check "/healthz on the metrics port is 200 while connected (got $health)" "[ $health = 200 ]"
-check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep -q '^attache_queue_consumed_total'"
+check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep '^attache_queue_consumed_total' >/dev/null"
 kill -TERM "$c"; wait "$c"
 
 # SIGTERM with messages in flight: the worker finishes them, publishes, acks, and exits 0 —
