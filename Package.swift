@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
@@ -30,7 +30,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        // Reloading: the tenants file is read through its ReloadingFileProvider.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "Reloading"]),
+        // The tenants file's YAML, with the line of every node (errors name it).
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         // FilePath, which swift-configuration's file providers take.
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
@@ -122,7 +125,7 @@ let package = Package(
         .target(
             name: "AttacheHTTPService",
             dependencies: [
-                "Attache", "AttacheOperations", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -134,11 +137,26 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Tenants: the tenants file (hashed tokens, hosts, store prefix, caps, rate, concurrency,
+        // quota), reloaded while the service runs; every front door asks it.
+        .target(
+            name: "AttacheTenants",
+            dependencies: [
+                "Attache", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
         // `attache worker`: payloads from a NATS JetStream stream, one payload out per payload in.
         .target(
             name: "AttacheQueueWorker",
             dependencies: [
-                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "CNats",
+                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -149,7 +167,7 @@ let package = Package(
         .target(
             name: "AttacheRelay",
             dependencies: [
-                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport",
+                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants",
                 // IPAddress: an upstream given as an address literal gets no SNI.
                 "AttacheFetch",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -241,7 +259,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "CMalloc",
+                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "AttacheTenants", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -62,6 +62,10 @@ public struct Enrichment: Sendable {
     let storeEngine: FetchEngine?
     /// The sandboxed decoders, with `.process` isolation.
     public let decoderPool: DecoderPool?
+    /// Where the store is and what its URLs start with: what a scope's store is made from.
+    private let storeLocation: StoreLocation
+    private let mediaDirectory: String
+    private let publicBaseURL: String?
 
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
     /// and a sandboxed decoder cannot be started.
@@ -70,6 +74,9 @@ public struct Enrichment: Sendable {
         // and the helpers do not outlive an enrichment that could not be made after all.
         let pool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
         decoderPool = pool
+        storeLocation = options.store
+        mediaDirectory = options.mediaDirectory
+        publicBaseURL = options.publicBaseURL
         do {
             scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
             let store: any MediaStore
@@ -116,15 +123,35 @@ public struct Enrichment: Sendable {
     /// the one given.
     /// `logger` carries the caller's request metadata; each attachment that fails is logged there.
     /// `observer` is told each attachment's report as it changes (see `ReportObserver`).
+    /// `scope`: whose payload it is (a tenant's store, hosts, caps and cache namespace).
     public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil,
-                       logger: Logger = ExtensionRuntime.silent, observer: ReportObserver? = nil) async throws(PayloadError) -> Emission {
+                       logger: Logger = ExtensionRuntime.silent, observer: ReportObserver? = nil,
+                       scope: EnrichmentScope = .unscoped) async throws(PayloadError) -> Emission {
         let services = self.services
         var runtime = self.runtime
         if let deadline { runtime.configuration.deadline = deadline }
-        if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger, observer: observer) {
+        if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger, observer: observer, scope: scope) {
             return fcm
         }
-        return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension(observer: observer) }
+        return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension(observer: observer, scope: scope) }
+    }
+
+    /// A store beside the enrichment's own, under `prefix` (`acme/`: a sub-directory of the media
+    /// directory, or more of the bucket's key), sharing its connections and scratch space. Its
+    /// URLs are `publicBaseURL` (else the enrichment's) followed by the prefix and the name, as the
+    /// enrichment's own are the base followed by the name.
+    public func store(prefix: String, publicBaseURL: String? = nil) throws -> any MediaStore {
+        let base = publicBaseURL ?? self.publicBaseURL
+        switch storeLocation {
+        case .bucket(var location, let endpoint):
+            location.prefix += prefix
+            // S3Store's URLs carry the whole key (its prefix included) after the base.
+            return S3Store(location: location, endpoint: endpoint, publicBaseURL: base, engine: storeEngine!)
+        case .directory:
+            let path = prefix.withoutTrailingSlash
+            return try FileStore(directory: "\(mediaDirectory.withoutTrailingSlash)/\(path)",
+                                 publicBaseURL: base.map { "\($0.withoutTrailingSlash)/\(path)" }, tempDirectory: scratch.path)
+        }
     }
 
     /// The original payload, answered at once with a reason (for example `overloaded`).

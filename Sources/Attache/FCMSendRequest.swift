@@ -117,7 +117,7 @@ extension Enrichment {
     /// An FCM send request through the runtime: its APNs payload enriched, the request rebuilt
     /// around it; nil when `bytes` is not one.
     func enrichFCMRequest(_ bytes: [UInt8], identifier: String, runtime: ExtensionRuntime,
-                          logger: Logger, observer: ReportObserver?) async throws(PayloadError) -> Emission? {
+                          logger: Logger, observer: ReportObserver?, scope: EnrichmentScope) async throws(PayloadError) -> Emission? {
         guard FCMSendRequest.mightBe(bytes), let root = try? Payload(bytes: bytes).root, let request = FCMSendRequest(root) else {
             return nil
         }
@@ -126,7 +126,7 @@ extension Enrichment {
         let inner = JSONWriter.bytes(.object(request.apnsPayload))
         let services = self.services
         let emission = try await runtime.process(inner, identifier: identifier, logger: logger) {
-            services.makeExtension(androidCopy: request.wantsAndroidImage, observer: observer)
+            services.makeExtension(androidCopy: request.wantsAndroidImage, observer: observer, scope: scope)
         }
         guard emission.outcome == .enriched || emission.outcome == .partial, let enriched = try? Payload(bytes: emission.bytes).root else {
             var original = emission

@@ -62,8 +62,9 @@ public final class MediaServices: Sendable {
     /// `androidCopy`: each image also gets an Android copy (an FCM send request's).
     /// `observer` is told each attachment's report whenever it changes (a stage measured, an
     /// outcome reached): what the lab streams to its page while the payload is still in flight.
-    public func makeExtension(androidCopy: Bool = false, observer: ReportObserver? = nil) -> MediaEnricher {
-        MediaEnricher(services: self, androidCopy: androidCopy, observer: observer)
+    /// `scope`: whose payload it is (a tenant's store, hosts, caps and cache namespace).
+    public func makeExtension(androidCopy: Bool = false, observer: ReportObserver? = nil, scope: EnrichmentScope = .unscoped) -> MediaEnricher {
+        MediaEnricher(services: self, androidCopy: androidCopy, observer: observer, scope: scope)
     }
 }
 
@@ -88,11 +89,19 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     private let androidCopy: Bool
     private let observer: ReportObserver?
+    private let scope: EnrichmentScope
+    /// The scope's store, else the services'.
+    private let store: any MediaStore
+    /// The scope's caps, else the configured ones.
+    private let limits: MediaLimits
 
-    init(services: MediaServices, androidCopy: Bool = false, observer: ReportObserver? = nil) {
+    init(services: MediaServices, androidCopy: Bool = false, observer: ReportObserver? = nil, scope: EnrichmentScope = .unscoped) {
         self.services = services
         self.androidCopy = androidCopy
         self.observer = observer
+        self.scope = scope
+        self.store = scope.store ?? services.store
+        self.limits = scope.limits ?? services.configuration.limits
         self.traces = (0..<max(1, services.configuration.dialects.maxAttachments)).map { _ in FetchTrace() }
     }
 
@@ -176,8 +185,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
         let time = media.options.thumbnailTime.map { "\($0)" } ?? "-"
         let transcode = r.transcode.map { " v\($0.movieBytes),\($0.soundBytes),\($0.keepSeconds),\($0.maxEdge),\($0.preset)" } ?? " v-"
-        return "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
-            + (androidCopy ? " android" : "") + transcode
+        let l = limits
+        let caps = scope.limits == nil ? "" : " l\(l.maxPixels),\(l.imageBytes),\(l.audioBytes),\(l.videoBytes),\(l.maxDuration)"
+        let namespace = scope.cacheNamespace.isEmpty ? "" : "[\(scope.cacheNamespace)] "
+        return namespace + "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
+            + (androidCopy ? " android" : "") + transcode + caps
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
@@ -221,7 +233,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 let (cached, event) = try await cache.value(for: key) { workDeadline in
                     let deadline = workDeadline ?? deadline
                     // Another replica sharing the store may have made it already.
-                    let name = try SharedResults.name(for: key), store = self.services.store
+                    let name = try SharedResults.name(for: key), store = self.store
                     if let record = await store.record(named: name, deadline: deadline),
                        let shared = SharedResults.decode(record, now: SharedResults.now(), timeToLive: cache.configuration.timeToLive) {
                         return shared
@@ -279,7 +291,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
-        let limits = services.configuration.limits
+        let limits = self.limits
         let transcode = services.configuration.render.transcode
         // The media policy runs in the fetch engine on the first bytes; the format it sniffed
         // there is the one every later stage uses.
@@ -295,6 +307,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             }
         }
         request.trace = traces[index]
+        request.allowedHosts = scope.allowedHosts
         let fetchStart = since()
         update(index) { $0.timings.fetchStart = fetchStart }
         let logger = state.withLock { $0.request?.logger } ?? ExtensionRuntime.silent
@@ -322,7 +335,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
         var android: StoredMedia?
         if let image = rendered.android {
-            android = try await services.store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
+            android = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
         }
         var entry = AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
@@ -339,7 +352,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func store(_ rendered: Rendered, index: Int, deadline: ContinuousClock.Instant) async throws -> (StoredMedia, StoredMedia?) {
         let storeStart = ContinuousClock.now
         let storeOffset = since()
-        let store = services.store
+        let store = self.store
         let ext = rendered.format.fileExtension
         // What is stored is hashed here (a body stored as it came only now, never while it
         // downloaded), off the cooperative pool.
@@ -405,7 +418,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let start = ContinuousClock.now
         let offset = since()
         let (rendition, inspectMs, renderMs) = try await services.decoder.image(bytes, format: format, options: renderOptions(media),
-                                                                               limits: services.configuration.limits)
+                                                                               limits: limits)
         let header = rendition.header
         // Inspect is the decoder's own measure; render is the rest of the job as waited for
         // (with isolation, the trip to the helper and back too).
@@ -433,7 +446,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let offset = since()
         let configuration = services.configuration
         let movie = try await services.decoder.movie(bytes, format: format, options: renderOptions(media), time: media.options.thumbnailTime,
-                                                     posterMode: configuration.posterMode, limits: configuration.limits)
+                                                     posterMode: configuration.posterMode, limits: limits)
         let facts = movie.facts
         let total = start.duration(to: .now).milliseconds
         update(index) { r in

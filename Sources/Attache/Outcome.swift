@@ -16,7 +16,7 @@ public enum Outcome: String, Sendable, Codable {
 /// Why, from a fixed set (safe as a metric label).
 public struct Reason: Sendable, Hashable, CustomStringConvertible {
     private enum Base: String, Sendable, Hashable {
-        case timeout, fetchFailed = "fetch-failed", addressDenied = "address-denied", tooLarge = "too-large"
+        case timeout, fetchFailed = "fetch-failed", addressDenied = "address-denied", hostNotAllowed = "host-not-allowed", tooLarge = "too-large"
         case unsupportedType = "unsupported-type", invalidMedia = "invalid-media", limitsExceeded = "limits-exceeded"
         case payloadTooLarge = "payload-too-large", keyConflict = "key-conflict", noMedia = "no-media"
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
@@ -29,6 +29,8 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     public static let timeout = Reason(base: .timeout)
     public static let fetchFailed = Reason(base: .fetchFailed)
     public static let addressDenied = Reason(base: .addressDenied)
+    /// The media's host, or a redirect's, is not one the tenant may fetch from.
+    public static let hostNotAllowed = Reason(base: .hostNotAllowed)
     public static let tooLarge = Reason(base: .tooLarge)
     public static let unsupportedType = Reason(base: .unsupportedType)
     public static let invalidMedia = Reason(base: .invalidMedia)
@@ -64,6 +66,7 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     public init(_ error: FetchError) {
         switch error.code.base {
         case .addressDenied: self = .addressDenied
+        case .hostNotAllowed: self = .hostNotAllowed
         case .fetchFailed: self = .fetchFailed
         case .tooLarge: self = .tooLarge
         case .timeout: self = .timeout

@@ -100,6 +100,13 @@ public struct AttachmentReport: Sendable, Equatable {
 }
 
 /// The report of one payload: outcome, reason, time, and each attachment.
+extension AttachmentReport {
+    /// Fetched for this payload (no cache, or a miss it computed itself).
+    public var wasFetched: Bool {
+        cache.flatMap(CacheEvent.init(rawValue:)).map { $0 == .miss } ?? true
+    }
+}
+
 public struct EnrichReport: Sendable {
     public var outcome: Outcome
     public var reason: Reason?
@@ -126,6 +133,12 @@ public struct EnrichReport: Sendable {
             "payload_bytes": .int(payloadBytes),
             "attachments": .array(attachments.map(\.json)),
         ]))
+    }
+
+    /// Bytes this payload's own fetches downloaded (not what the cache or another replica gave
+    /// it): what a tenant's daily quota counts.
+    public var downloadedBytes: Int {
+        attachments.filter(\.wasFetched).reduce(0) { $0 + ($1.bytes ?? 0) }
     }
 
     /// `enriched  2/2 attached  231 ms  1830 bytes` style one-liner for terminals.

@@ -43,6 +43,18 @@ public struct TokenOptionGroup: ParsableArguments {
     }
 }
 
+/// The tenants file of the service, the worker and the relay.
+public struct TenantsOptionGroup: ParsableArguments {
+    @Option(help: "A tenants file, YAML or JSON: each tenant's token hashes, media hosts, store prefix, caps, rate, concurrency and daily download quota (docs/tenants.md); re-read within seconds of an edit and on SIGHUP [ATTACHE_TENANTS_FILE; none: one implicit tenant].")
+    var tenantsFile: String?
+
+    public init() {}
+
+    public func path(_ settings: Settings) -> String? {
+        settings.string(tenantsFile, "ATTACHE_TENANTS_FILE")
+    }
+}
+
 /// `/healthz` and `/metrics` on a port of their own (the worker, the relay).
 public struct MetricsPortOptionGroup: ParsableArguments {
     @Option(help: "Serve /healthz and /metrics on this port (off by default) [ATTACHE_METRICS_PORT].")

@@ -75,7 +75,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.cap = request.maxBytes
         self.connectTimeoutMs = Int(settings.connectTimeout.milliseconds)
         self.body = FetchedBody(threshold: settings.memoryThreshold, directory: settings.tempDirectory)
-        self.origin = try Self.checkedOrigin(request.url, settings: settings)
+        self.origin = try Self.checkedOrigin(request.url, allowedHosts: request.allowedHosts, settings: settings)
     }
 
     deinit {
@@ -272,9 +272,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Refuses other schemes, URLs with user information and URLs with control characters (a NUL
     /// would cut the URL short where curl reads it: `/ok.jpg\0@169.254.169.254/`); returns
     /// `scheme://host:port`.
-    private static func checkedOrigin(_ url: String, settings: FetchEngine.Configuration) throws -> String {
+    private static func checkedOrigin(_ url: String, allowedHosts: HostAllowlist?, settings: FetchEngine.Configuration) throws -> String {
         try CurlLibrary.load()
         let parsed = try ParsedURL(url)
+        try parsed.judgeHost(allowedHosts)
         try parsed.judgeThroughProxy(settings)
         return "\(parsed.scheme)://\(parsed.host):\(parsed.port)"
     }
@@ -313,6 +314,12 @@ final class CurlTransfer: @unchecked Sendable {
             }
             host = part(CURLUPART_HOST)?.lowercased() ?? ""
             port = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)) ?? ""
+        }
+
+        /// A host outside the allowlist is refused by name, before any lookup or connection.
+        func judgeHost(_ allowed: HostAllowlist?) throws {
+            guard let allowed, !allowed.allows(host: host) else { return }
+            throw FetchError(.hostNotAllowed, "\(host) is not among the allowed media hosts (\(allowed))")
         }
 
         /// Through a proxy, curl connects to the proxy, never to the target, so the address policy
@@ -401,10 +408,11 @@ final class CurlTransfer: @unchecked Sendable {
             // curl would follow it, and send its user information as Basic credentials: every
             // hop is held to the rules of the first URL before curl sees it.
             do {
-                try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
-                    .judgeThroughProxy(settings)
+                let hop = try ParsedURL(String(decoding: value, as: UTF8.self), base: infoString(CURLINFO_EFFECTIVE_URL) ?? request.url)
+                try hop.judgeHost(request.allowedHosts)
+                try hop.judgeThroughProxy(settings)
             } catch let error as FetchError {
-                failure = FetchError(error.code == .addressDenied ? .addressDenied : .fetchFailed,
+                failure = FetchError(error.code == .addressDenied || error.code == .hostNotAllowed ? error.code : .fetchFailed,
                                      "redirect refused: \(error.message)", status: lastStatus)
                 return false
             } catch {

@@ -4,6 +4,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         /// `package`: Attache converts codes to reasons with an exhaustive switch.
         package enum Base: String, Sendable, Hashable {
             case addressDenied = "address-denied"
+            case hostNotAllowed = "host-not-allowed"
             case fetchFailed = "fetch-failed"
             case tooLarge = "too-large"
             case timeout = "timeout"
@@ -14,6 +15,8 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
 
         /// The connection would have gone to an address the policy denies.
         public static let addressDenied = Code(.addressDenied)
+        /// The URL's host (or a redirect's) is not among the hosts allowed by name (a tenant's).
+        public static let hostNotAllowed = Code(.hostNotAllowed)
         /// Network failure, HTTP error status, refused scheme, too many redirects.
         public static let fetchFailed = Code(.fetchFailed)
         /// Declared or received bytes above the cap.

@@ -44,6 +44,9 @@ public struct FetchRequest: Sendable {
     public var signature: AWSSignature?
     /// Media follows redirects (each hop judged); an object store's answer is final.
     public var followRedirects = true
+    /// The hosts this request may reach, by name, on its first URL and every redirect (a tenant's
+    /// media hosts); nil: any host (the address policy judges every connection either way).
+    public var allowedHosts: HostAllowlist?
 
     public enum Method: String, Sendable {
         case get = "GET", head = "HEAD", put = "PUT", post = "POST"

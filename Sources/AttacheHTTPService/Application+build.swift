@@ -46,8 +46,14 @@ func buildRouter(
     // Authentication is decided on the route that matched, not on the path's spelling: the router
     // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
     let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))
-    EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
-        .register(on: guarded)
+    let controller = EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
+    if let tenants = configuration.tenants {
+        // Each tenant's tokens open /v1/enrich for that tenant; the service's own open /metrics,
+        // which carries every tenant's labels.
+        controller.register(on: router.group().add(middleware: TenantAuth(tenants: tenants)))
+    } else {
+        controller.register(on: guarded)
+    }
     let health = HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory,
                                   minimumFreeBytes: configuration.minimumFreeBytes, store: configuration.store,
                                   registry: registry)

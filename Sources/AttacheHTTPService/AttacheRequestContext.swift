@@ -1,3 +1,4 @@
+import AttacheTenants
 import Hummingbird
 import NIOCore
 
@@ -6,6 +7,8 @@ import NIOCore
 public struct AttacheRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     let channel: any Channel
+    /// Whose request it is, once `TenantAuth` has read its token (with a tenants file).
+    var tenant: Tenant?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -2,6 +2,7 @@ import Attache
 import AttacheOperations
 import AttachePayload
 import AttacheSupport
+import AttacheTenants
 import HTTPTypes
 import Logging
 import Hummingbird
@@ -13,6 +14,7 @@ extension HTTPField.Name {
     static let attacheDeadline = Self(DeadlinePolicy.header)!
     static let requestID = Self("X-Request-Id")!
     static let serverTiming = Self("Server-Timing")!
+    static let retryAfter = Self("Retry-After")!
 }
 
 /// `POST /v1/enrich`: the payload in, the payload to send out — always 200 for a JSON object,
@@ -46,6 +48,22 @@ struct EnrichController: Sendable {
         let id = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? Self.newRequestID()
         var logger = context.logger
         logger[metadataKey: "attache.request.id"] = .string(id)
+        // A tenant's rate, concurrency and daily quota are taken before anything is read.
+        var scope = EnrichmentScope.unscoped
+        var policy = configuration.deadline
+        let tenant = context.tenant
+        if let tenant, let tenants = configuration.tenants {
+            if let refusal = tenants.enter(tenant) {
+                metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
+                return ErrorResponse.response(.tooManyRequests, refusal.message,
+                                              headers: [.requestID: id, .retryAfter: String(refusal.retryAfter)])
+            }
+            logger[metadataKey: "attache.tenant"] = .string(tenant.name)
+            scope = tenants.scope(for: tenant)
+            if let cap = tenant.maxDeadline { policy = policy.capped(at: cap) }
+        }
+        var downloaded = 0
+        defer { if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) } }
 
         let body: ByteBuffer
         do {
@@ -54,16 +72,17 @@ struct EnrichController: Sendable {
             return Self.error(.contentTooLarge, "payload over \(configuration.maxBodyBytes) bytes", id: id)
         }
         let bytes = Array(buffer: body)
-        let deadline = configuration.deadline.budget(header: request.headers[.attacheDeadline])
+        let deadline = policy.budget(header: request.headers[.attacheDeadline])
 
         let emission: Emission
         do {
-            emission = try await answer(bytes, id: id, deadline: deadline, channel: context.channel, logger: logger)
+            emission = try await answer(bytes, id: id, deadline: deadline, scope: scope, channel: context.channel, logger: logger)
         } catch {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
         }
-        metrics.request(emission.report)
+        downloaded = emission.report.downloadedBytes
+        metrics.request(emission.report, tenant: tenant?.name)
         if let cache = enrichment.services.cache { metrics.warmed(cache.statistics.warmed) }
         logger.debug("payload answered", metadata: [
             "attache.outcome": "\(emission.outcome.rawValue)", "attache.reason": "\(emission.reason?.description ?? "none")",
@@ -81,7 +100,8 @@ struct EnrichController: Sendable {
     /// Enriches within the in-flight limit; past it, the original at once with `overloaded`. A
     /// client that goes away stops its enrichment (and frees its slots); work it shares with other
     /// requests goes on for them (the cache's single-flight hands it over).
-    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, channel: any Channel, logger: Logger) async throws(PayloadError) -> Emission {
+    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, scope: EnrichmentScope, channel: any Channel,
+                        logger: Logger) async throws(PayloadError) -> Emission {
         guard let current = inFlight.enter(limit: configuration.maxInFlight) else {
             return try enrichment.passOn(bytes, reason: .overloaded)
         }
@@ -89,7 +109,7 @@ struct EnrichController: Sendable {
         defer { metrics.inFlight(inFlight.leave()) }
         let enrichment = self.enrichment
         let work: @Sendable () async -> Result<Emission, PayloadError> = {
-            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline, logger: logger)) }
+            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline, logger: logger, scope: scope)) }
             catch { return .failure(error) }
         }
         guard let watch = connections.watch(for: channel) else { return try await work().get() }

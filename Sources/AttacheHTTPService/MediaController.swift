@@ -7,6 +7,8 @@ import NIOPosix
 
 /// `GET|HEAD /media/<name>`: stored media, content-addressed, so every answer may be cached for a
 /// year and its name is its strong ETag. Names are checked (`<64 hex>.<ext>`): no traversal.
+/// A tenant's media is under its store prefix, `/media/acme/<name>`: each segment of the prefix is
+/// checked as the tenants file checks it (no `.` or `..`, no other characters).
 extension HTTPField.Name {
     static let contentTypeOptions = Self("X-Content-Type-Options")!
 }
@@ -19,8 +21,10 @@ public struct MediaController: Sendable {
     }
 
     public func register(on router: some RouterMethods<AttacheRequestContext>) {
-        router.get("/media/{name}") { request, context in try await serve(request, context: context, head: false) }
-        router.head("/media/{name}") { request, context in try await serve(request, context: context, head: true) }
+        // One route for `/media/<name>` and `/media/<prefix>/<name>` (the router refuses both a
+        // parameter and a catch-all under one path).
+        router.get("/media/**") { request, context in try await serve(request, context: context, head: false) }
+        router.head("/media/**") { request, context in try await serve(request, context: context, head: true) }
     }
 
     static let types = StoredMedia.contentTypes
@@ -32,13 +36,22 @@ public struct MediaController: Sendable {
         return (parts[0], parts[1])
     }
 
+    /// Letters, digits, `-`, `_` and `.`, and not `.` or `..`.
+    static func validPrefixSegment(_ segment: Substring) -> Bool {
+        !segment.isEmpty && segment != "." && segment != ".." && segment.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x5f || $0 == 0x2e
+        }
+    }
+
     func serve(_ request: Request, context: AttacheRequestContext, head: Bool) async throws -> Response {
-        guard let name = context.parameters.get("name"), let (hash, ext) = Self.validName(name) else {
+        let segments = context.parameters.getCatchAll()
+        guard let name = segments.last.map(String.init), let (hash, ext) = Self.validName(name),
+              segments.dropLast().allSatisfy(Self.validPrefixSegment) else {
             throw HTTPError(.notFound)
         }
         let file: RegularFile
         do {
-            let path = "\(directory)/\(name)"
+            let path = ([directory] + segments.map(String.init)).joined(separator: "/")
             file = try await NIOThreadPool.singleton.runIfActive { try RegularFile(path) }
         } catch {
             throw HTTPError(.notFound)

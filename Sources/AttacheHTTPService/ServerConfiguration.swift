@@ -1,5 +1,6 @@
 import Attache
 import AttacheStore
+import AttacheTenants
 
 /// Everything `attache serve` configures.
 public struct ServerConfiguration: Sendable {
@@ -12,7 +13,10 @@ public struct ServerConfiguration: Sendable {
     /// Enrichments at once; past that, answer at once with the original and reason `overloaded`.
     public var maxInFlight: Int
     /// Bearer tokens accepted on `/v1/*` and `/metrics` (several, for rotation); empty: no auth.
+    /// With tenants, they guard `/metrics` only: `/v1/enrich` takes the tenants' tokens.
     public var tokens: [String]
+    /// The tenants file in force; nil: one implicit tenant, as `tokens` say.
+    public var tenants: Tenants?
     /// Where `/media/<name>` reads from (the enrichment's media directory).
     public var mediaDirectory: String
     /// A bucket turns `/media` off (404: devices read the bucket) and is asked by `/readyz`.

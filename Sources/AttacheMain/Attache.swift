@@ -8,11 +8,11 @@ struct AttacheCommand: AsyncParsableCommand {
         // Each subcommand sets its commandName: derived, ArgumentParser would spell it with
         // String(describing:), whose dynamic casts scan every conformance record of the static
         // binary at start-up.
-        subcommands: [Enrich.self, Serve.self, Worker.self, Relay.self, Lab.self, Config.self, Batch.self, Timeline.self, Probe.self, Convert.self, Fetch.self, Origin.self, Thumbnail.self]
+        subcommands: [Enrich.self, Serve.self, Worker.self, Relay.self, Lab.self, Config.self, TenantsCommand.self, Batch.self, Timeline.self, Probe.self, Convert.self, Fetch.self, Origin.self, Thumbnail.self]
     )
 
     static func main() async {
-        // `attache serve|worker|relay|lab|config …` go to attache-serve untouched, `--help` included.
+        // `attache serve|worker|relay|lab|config|tenants …` go to attache-serve untouched, `--help` included.
         ServerLauncher.handOver(Array(CommandLine.arguments.dropFirst()))
         await main(nil)
     }

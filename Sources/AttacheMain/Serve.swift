@@ -70,6 +70,19 @@ struct Lab: ServiceCommand {
     var arguments: [String] = []
 }
 
+/// The tenants file's tools, beside the service that reads the file (and links its YAML reader).
+struct TenantsCommand: ServiceCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tenants",
+        abstract: "Make a tenant's token and its hash, or check a tenants file as the service would read it.",
+        discussion: "Runs `attache-serve tenants` from the directory of attache (else from PATH); `attache tenants --help` explains it."
+    )
+    static let handOver = ["tenants"]
+
+    @Argument(parsing: .captureForPassthrough, help: "token, or check and a tenants file.")
+    var arguments: [String] = []
+}
+
 /// Reads the settings with the long-running commands' own code, which lives in attache-serve.
 struct Config: ServiceCommand {
     static let configuration = CommandConfiguration(
@@ -85,7 +98,7 @@ struct Config: ServiceCommand {
 
 enum ServerLauncher {
     static let name = "attache-serve"
-    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Lab.self, Config.self]
+    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Lab.self, Config.self, TenantsCommand.self]
 
     /// Replaces this process with attache-serve; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {

@@ -10,34 +10,41 @@ public struct EnrichmentMetrics: Sendable {
         self.factory = factory
     }
 
-    public func request(_ report: EnrichReport) {
+    /// `tenant`: with a tenants file, every series of the payload also carries its tenant's name
+    /// (names come from the file: a bounded label).
+    public func request(_ report: EnrichReport, tenant: String? = nil) {
+        let t: [(String, String)] = tenant.map { [("tenant", $0)] } ?? []
         Counter(label: "attache_requests_total", dimensions: [
             ("outcome", report.outcome.rawValue), ("reason", report.reason?.description ?? "none"),
-        ], factory: factory).increment()
-        Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", "total")], factory: factory)
+        ] + t, factory: factory).increment()
+        Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", "total")] + t, factory: factory)
             .recordNanoseconds(Int64(report.elapsedMs * 1_000_000))
         if report.reason == .timeout {
             let late = max(0, report.elapsedMs - report.deadlineMs)
-            Timer(label: "attache_deadline_lateness_seconds", factory: factory).recordNanoseconds(Int64(late * 1_000_000))
+            Timer(label: "attache_deadline_lateness_seconds", dimensions: t, factory: factory).recordNanoseconds(Int64(late * 1_000_000))
         }
         for a in report.attachments {
             let stages = [("dns", a.timings.dns), ("connect", a.timings.connect), ("first_byte", a.timings.firstByte),
                           ("download", a.timings.download), ("inspect", a.timings.inspect), ("render", a.timings.render),
                           ("store", a.timings.store)]
-            let fetched = a.cache.flatMap(CacheEvent.init(rawValue:)).map { $0 == .miss } ?? true
-            if fetched {
+            if a.wasFetched {
                 for (stage, ms) in stages where ms > 0 {
-                    Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)], factory: factory)
+                    Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)] + t, factory: factory)
                         .recordNanoseconds(Int64(ms * 1_000_000))
                 }
-                Counter(label: "attache_fetches_total", dimensions: [("reason", a.reason?.description ?? "ok")], factory: factory)
+                Counter(label: "attache_fetches_total", dimensions: [("reason", a.reason?.description ?? "ok")] + t, factory: factory)
                     .increment()
-                if let bytes = a.bytes { Counter(label: "attache_fetched_bytes_total", factory: factory).increment(by: Int64(bytes)) }
+                if let bytes = a.bytes { Counter(label: "attache_fetched_bytes_total", dimensions: t, factory: factory).increment(by: Int64(bytes)) }
             }
             if let cache = a.cache {
-                Counter(label: "attache_cache_total", dimensions: [("event", cache)], factory: factory).increment()
+                Counter(label: "attache_cache_total", dimensions: [("event", cache)] + t, factory: factory).increment()
             }
         }
+    }
+
+    /// A tenant's request refused before it began (429: its rate, concurrency or daily quota).
+    public func refused(tenant: String, kind: String) {
+        Counter(label: "attache_tenant_refused_total", dimensions: [("tenant", tenant), ("limit", kind)], factory: factory).increment()
     }
 
     /// A payload answered without a report (a queue message that is not a JSON object).

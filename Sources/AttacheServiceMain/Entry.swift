@@ -12,6 +12,8 @@ enum Entry {
             await Relay.main(Array(arguments.dropFirst()))
         } else if arguments.first == "lab" {
             await Lab.main(Array(arguments.dropFirst()))
+        } else if arguments.first == "tenants" {
+            await TenantsCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "config" {
             await Config.main(Array(arguments.dropFirst()))
         } else {

@@ -4,6 +4,7 @@ import AttacheCommandLine
 import AttacheFetch
 import AttacheMedia
 import AttacheHTTPService
+import AttacheTenants
 import AttacheOperations
 import Logging
 import Metrics
@@ -38,6 +39,8 @@ struct Serve: LongRunningCommand {
 
     @OptionGroup var token: TokenOptionGroup
 
+    @OptionGroup var tenants: TenantsOptionGroup
+
     @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
 
     @Option(help: "Time a connection has to send a request's headers, from its start [ATTACHE_HEADER_TIMEOUT, default 10s].", transform: parseDuration)
@@ -61,6 +64,7 @@ struct Serve: LongRunningCommand {
         var server: ServerConfiguration
         var options: Enrichment.Configuration
         var logFormat: LogFormat
+        var tenantsFile: String?
     }
 
     func configure(_ settings: Settings) throws -> Setup {
@@ -82,24 +86,32 @@ struct Serve: LongRunningCommand {
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
         server.store = options.store
-        return Setup(server: server, options: options, logFormat: logFormat)
+        return Setup(server: server, options: options, logFormat: logFormat, tenantsFile: tenants.path(settings))
     }
 
     func run() async throws {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.server")
-        let server = setup.server
+        var server = setup.server
 
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)
+        let tenants: TenantsFileService?
+        do {
+            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
+        } catch {
+            enrichment.shutdown()
+            throw error
+        }
+        server.tenants = tenants?.tenants
         let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
-        logger.info("attache serve starting", metadata: [
-            "attache.address": "\(server.host):\(server.port)", "attache.auth": "\(server.tokens.isEmpty ? "off" : "bearer")",
-        ])
+        let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")
+        logger.info("attache serve starting", metadata: ["attache.address": "\(server.host):\(server.port)", "attache.auth": "\(auth)"])
         // The enrichment is listed first so that it is stopped last, after the server has
         // answered what it was answering.
         let group = ServiceGroup(configuration: .init(
-            services: [EnrichmentService(enrichment), app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            services: [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? []) + [app],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         ))
         try await group.run()
         logger.info("attache serve stopped")
