@@ -22,6 +22,7 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
         case clientGone = "client-gone", interrupted, ambiguousPayload = "ambiguous-payload"
         case extensionFailed = "extension-failed", invalidPayload = "invalid-payload"
+        case unknownTenant = "unknown-tenant", tenantLimited = "tenant-limited"
     }
     private let base: Base
     private init(base: Base) { self.base = base }
@@ -60,6 +61,16 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// A queue message that is not a JSON object: the worker sends its bytes on as they came (the
     /// HTTP service answers 400 instead; it has a caller to tell).
     public static let invalidPayload = Reason(base: .invalidPayload)
+
+    /// With a tenants file, a queue message or a relayed request that names no tenant of the file
+    /// (the worker's `Attache-Tenant` header; the relay's APNs topic or FCM project): the original
+    /// goes on, unenriched.
+    public static let unknownTenant = Reason(base: .unknownTenant)
+
+    /// The tenant was past its rate, concurrency or daily download quota: the original goes on,
+    /// unenriched (the worker, on a message's last allowed delivery; the relay at once — the
+    /// service answers 429 instead).
+    public static let tenantLimited = Reason(base: .tenantLimited)
 
     /// The reason for a fetch error; a body the media policy refused has the media's reason.
     /// Exhaustive: a new fetch code does not compile until it has its reason here.

@@ -2,6 +2,7 @@ import Attache
 import AttachePayload
 import AttacheOperations
 import AttacheSupport
+import AttacheTenants
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -31,6 +32,8 @@ extension QueueWorker {
         public var deadline = DeadlinePolicy()
         /// How long a publish waits for the output stream's acknowledgement.
         public var publishTimeout: Duration = .seconds(5)
+        /// With a tenants file: each message names its tenant in an `Attache-Tenant` header.
+        public var tenants: Tenants?
 
         public init(nats: NATSOptions) {
             self.nats = nats
@@ -151,15 +154,38 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        let budget = configuration.deadline.capped(at: configuration.longestDeadline).budget(header: message.header(DeadlinePolicy.header))
+        var policy = configuration.deadline.capped(at: configuration.longestDeadline)
+        var scope = EnrichmentScope.unscoped
+        var tenant: Tenant?, passReason: Reason?
+        if let tenants = configuration.tenants {
+            switch admit(message, tenants: tenants) {
+            case .admitted(let admitted):
+                tenant = admitted
+                scope = tenants.scope(for: admitted)
+                if let cap = admitted.maxDeadline { policy = policy.capped(at: cap) }
+            case .later(let delay):
+                message.nak(delay: delay)
+                return
+            case .passOn(let reason):
+                passReason = reason
+            }
+        }
+        var downloaded = 0
+        defer { if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) } }
+        let budget = policy.budget(header: message.header(DeadlinePolicy.header))
         let remaining = Self.remaining(deadline: budget, publishedNs: metadata?.timestampNs)
         let out: [UInt8], outcome: String
         do throws(PayloadError) {
             // Already late (it waited in the stream, or this is a redelivery): the original, at once.
-            let emission = remaining <= .zero
-                ? try enrichment.passOn(bytes, reason: .timeout)
-                : try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining)
-            metrics.request(emission.report)
+            let emission = if let passReason {
+                try enrichment.passOn(bytes, reason: passReason)
+            } else if remaining <= .zero {
+                try enrichment.passOn(bytes, reason: .timeout)
+            } else {
+                try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope)
+            }
+            downloaded = emission.report.downloadedBytes
+            metrics.request(emission.report, tenant: tenant?.name)
             (out, outcome) = (emission.bytes, emission.outcomeHeader)
         } catch {
             // Not a JSON object: it goes on as it came, once, never back to the stream.
@@ -182,6 +208,31 @@ public struct QueueWorker: Service {
             queueMetrics.publishFailures.increment()
             message.nak(delay: .seconds(1))
         }
+    }
+
+    /// The header a message names its tenant in.
+    public static let tenantHeader = "Attache-Tenant"
+
+    enum Admission {
+        case admitted(Tenant)
+        /// Back to the stream, to be delivered again after this long (the tenant is past its rate,
+        /// concurrency or quota; its slot here goes to other tenants' messages meanwhile).
+        case later(Duration)
+        /// The original goes out now, with this reason.
+        case passOn(Reason)
+    }
+
+    /// A message's tenant, and whether it may be enriched now. A tenant past its limits gets its
+    /// message back later, except on the last delivery the stream allows: then the original goes
+    /// out (a payload is never lost to a limit).
+    func admit(_ message: NATSMessage, tenants: Tenants) -> Admission {
+        guard let name = message.header(Self.tenantHeader), let tenant = tenants.tenant(named: name) else {
+            return .passOn(.unknownTenant)
+        }
+        guard let refusal = tenants.enter(tenant) else { return .admitted(tenant) }
+        metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
+        if (message.metadata?.delivered ?? 1) >= configuration.maxDeliver { return .passOn(.tenantLimited) }
+        return .later(.seconds(refusal.retryAfter))
     }
 
     /// What is left of `deadline` counted from the publish time (the server's clock; without

@@ -1,3 +1,4 @@
+import AttacheTenants
 import Attache
 
 /// What `attache relay` runs with: where it listens, how (HTTP/2 with prior knowledge in clear
@@ -46,6 +47,9 @@ public struct RelayConfiguration: Sendable {
     /// When the relay holds a service account's key: every FCM request is sent with the OAuth
     /// token it buys instead of the client's `authorization`.
     public var fcmToken: ServiceAccountToken?
+    /// With a tenants file: a request is the tenant's whose `apps` name its APNs topic
+    /// (`apns-topic`) or its FCM project (the path's).
+    public var tenants: Tenants?
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,

@@ -2,6 +2,7 @@ import Attache
 import AttacheOperations
 import AttachePayload
 import AttacheSupport
+import AttacheTenants
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -36,6 +37,7 @@ enum Provider: Sendable {
 extension HTTPField.Name {
     static let attacheOutcome = Self("Attache-Outcome")!
     static let attacheDeadline = Self(DeadlinePolicy.header)!
+    static let apnsTopic = Self("apns-topic")!
 }
 
 /// `POST /3/device/{token}` (APNs) and `POST /v1/projects/{project}/messages:send` (FCM v1): each
@@ -53,8 +55,10 @@ struct RelayController: Sendable {
     let logger: Logger
 
     func register(on router: some RouterMethods<BasicRequestContext>) {
-        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns) }
-        router.post("/v1/projects/:project/messages:send") { request, _ in await relay(request, provider: .fcm) }
+        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns, app: request.headers[.apnsTopic]) }
+        router.post("/v1/projects/:project/messages:send") { request, context in
+            await relay(request, provider: .fcm, app: context.parameters.get("project"))
+        }
         for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
             router.on("/3/device/:token", method: method) { _, _ in Provider.apns.error(.methodNotAllowed, "MethodNotAllowed") }
             router.on("/v1/projects/:project/messages:send", method: method) { _, _ in
@@ -63,15 +67,36 @@ struct RelayController: Sendable {
         }
     }
 
-    func relay(_ request: Request, provider: Provider) async -> Response {
+    /// `app`: the APNs topic or the FCM project, which names the tenant when there are tenants.
+    func relay(_ request: Request, provider: Provider, app: String?) async -> Response {
         let received: ByteBuffer
         do {
             received = try await request.body.collect(upTo: configuration.maxBodyBytes)
         } catch {
             return provider.error(.contentTooLarge, "PayloadTooLarge")
         }
-        let budget = configuration.deadline.budget(header: request.headers[.attacheDeadline])
-        let (body, outcome) = await enriched(received, budget: budget)
+        // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
+        // reason in Attache-Outcome (a relay that held notifications back would lose them).
+        var policy = configuration.deadline
+        var scope = EnrichmentScope.unscoped
+        var tenant: Tenant?, passReason: Reason?
+        if let tenants = configuration.tenants {
+            if let named = app.flatMap(tenants.tenant(app:)) {
+                if let refusal = tenants.enter(named) {
+                    metrics.refused(tenant: named.name, kind: refusal.kind.rawValue)
+                    passReason = .tenantLimited
+                } else {
+                    tenant = named
+                    scope = tenants.scope(for: named)
+                    if let cap = named.maxDeadline { policy = policy.capped(at: cap) }
+                }
+            } else {
+                passReason = .unknownTenant
+            }
+        }
+        let budget = policy.budget(header: request.headers[.attacheDeadline])
+        let (body, outcome, downloaded) = await enriched(received, budget: budget, scope: scope, tenant: tenant?.name, passReason: passReason)
+        if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) }
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
         do {
@@ -118,20 +143,27 @@ struct RelayController: Sendable {
 
     /// The body to forward and the outcome to tell the client. Only a body that names
     /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
-    func enriched(_ received: ByteBuffer, budget: Duration) async -> (body: ByteBuffer, outcome: String) {
+    /// `passReason`: not enriched (no tenant, or one past its limits): the body goes as it came.
+    func enriched(_ received: ByteBuffer, budget: Duration, scope: EnrichmentScope = .unscoped, tenant: String? = nil,
+                  passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String, downloaded: Int) {
         let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) }
         guard gated else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
-            return (received, Self.notMutable)
+            return (received, Self.notMutable, 0)
+        }
+        if let passReason {
+            metrics.request(outcome: .fallback, reason: passReason)
+            return (received, Emission.outcomeHeader(.fallback, passReason), 0)
         }
         do {
-            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger)
-            metrics.request(emission.report)
-            return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
+            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger,
+                                                       scope: scope)
+            metrics.request(emission.report, tenant: tenant)
+            return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader, emission.report.downloadedBytes)
         } catch {
             // Not a JSON object: Apple or Google says what is wrong with it, as they would.
             metrics.request(outcome: .fallback, reason: .invalidPayload)
-            return (received, Emission.outcomeHeader(.fallback, .invalidPayload))
+            return (received, Emission.outcomeHeader(.fallback, .invalidPayload), 0)
         }
     }
 

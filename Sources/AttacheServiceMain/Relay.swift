@@ -4,6 +4,7 @@ import AttacheCommandLine
 import AttacheHTTPService
 import AttacheOperations
 import AttacheRelay
+import AttacheTenants
 import AttacheSupport
 import Logging
 import ServiceLifecycle
@@ -70,6 +71,8 @@ struct Relay: LongRunningCommand {
 
     @OptionGroup var metrics: MetricsPortOptionGroup
 
+    @OptionGroup var tenants: TenantsOptionGroup
+
     @OptionGroup var process: ProcessOptionGroup
 
     @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
@@ -81,6 +84,7 @@ struct Relay: LongRunningCommand {
         var options: Enrichment.Configuration
         var logFormat: LogFormat
         var metricsPort: Int?
+        var tenantsFile: String?
     }
 
     func configure(_ settings: Settings) throws -> Setup {
@@ -139,7 +143,7 @@ struct Relay: LongRunningCommand {
         var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         relay.deadline = options.deadlinePolicy
-        return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort)
+        return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
     }
 
     func run() async throws {
@@ -147,10 +151,19 @@ struct Relay: LongRunningCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let forwarder = try Forwarder(configuration: setup.relay)
+        let tenants: TenantsFileService?
+        do {
+            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
+        } catch {
+            enrichment.shutdown()
+            throw error
+        }
+        var relay = setup.relay
+        relay.tenants = tenants?.tenants
+        let forwarder = try Forwarder(configuration: relay)
         defer { forwarder.shutdown() }
-        var services: [any Service] = [EnrichmentService(enrichment)]
-        services.append(try buildRelayApplication(configuration: setup.relay, enrichment: enrichment, forwarder: forwarder, logger: logger))
+        var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
+        services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, logger: logger))
         if let port = setup.metricsPort {
             services.append(buildProbeApplication(host: setup.relay.host, port: port, registry: registry, healthy: { true }, logger: logger))
         }

@@ -4,6 +4,7 @@ import AttacheCommandLine
 import AttacheHTTPService
 import AttacheOperations
 import AttacheQueueWorker
+import AttacheTenants
 import Logging
 import ServiceLifecycle
 
@@ -66,6 +67,8 @@ struct Worker: LongRunningCommand {
 
     @OptionGroup var metrics: MetricsPortOptionGroup
 
+    @OptionGroup var tenants: TenantsOptionGroup
+
     @OptionGroup var host: HostOptionGroup
 
     @OptionGroup var process: ProcessOptionGroup
@@ -82,6 +85,7 @@ struct Worker: LongRunningCommand {
         var logFormat: LogFormat
         /// Where `/healthz` and `/metrics` are served; nil: nowhere.
         var probe: (host: String, port: Int)?
+        var tenantsFile: String?
     }
 
     func configure(_ settings: Settings) throws -> Setup {
@@ -109,14 +113,15 @@ struct Worker: LongRunningCommand {
         var options = try enrich.options(settings)
         options.cache = try cache.configuration(settings)
         queue.deadline = options.deadlinePolicy
-        return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) })
+        return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) },
+                     tenantsFile: tenants.path(settings))
     }
 
     func run() async throws {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
-        let queue = setup.queue
+        var queue = setup.queue
         if setup.options.deadline > queue.longestDeadline {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
                 "attache.deadline_s": "\(setup.options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
@@ -124,8 +129,16 @@ struct Worker: LongRunningCommand {
         }
 
         let enrichment = try Enrichment(configuration: setup.options, logger: logger)
+        let tenants: TenantsFileService?
+        do {
+            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
+        } catch {
+            enrichment.shutdown()
+            throw error
+        }
+        queue.tenants = tenants?.tenants
         let state = WorkerState()
-        var services: [any Service] = [EnrichmentService(enrichment)]
+        var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
         services.append(QueueWorker(configuration: queue, enrichment: enrichment, state: state, logger: logger))
         if let probe = setup.probe {
             services.append(buildProbeApplication(host: probe.host, port: probe.port,

@@ -26,6 +26,8 @@ public struct Tenant: Sendable, Equatable {
     public var dailyDownloadBytes: Int?
     /// Tenants in the same group share cached results; nil: the tenant's own.
     public var cacheGroup: String?
+    /// The apps whose relayed requests are this tenant's: APNs topics (bundle ids) and FCM project ids.
+    public var apps: [String] = []
 
     public struct Rate: Sendable, Equatable {
         public var perSecond: Double
@@ -55,6 +57,7 @@ public struct Tenant: Sendable, Equatable {
         a.name == b.name && a.tokenHashes == b.tokenHashes && a.hosts == b.hosts && a.storePrefix == b.storePrefix
             && a.publicBaseURL == b.publicBaseURL && a.maxDeadline == b.maxDeadline && a.rate == b.rate
             && a.concurrency == b.concurrency && a.dailyDownloadBytes == b.dailyDownloadBytes && a.cacheGroup == b.cacheGroup
+            && a.apps == b.apps
             && a.limits?.maxPixels == b.limits?.maxPixels && a.limits?.imageBytes == b.limits?.imageBytes
             && a.limits?.videoBytes == b.limits?.videoBytes && a.limits?.audioBytes == b.limits?.audioBytes
     }

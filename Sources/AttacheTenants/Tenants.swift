@@ -56,6 +56,11 @@ public final class Tenants: Sendable {
         return found
     }
 
+    /// The tenant whose `apps` name this APNs topic or FCM project.
+    public func tenant(app: String) -> Tenant? {
+        current.withLock { $0.tenants.first { $0.apps.contains(app) } }
+    }
+
     public func tenant(named name: String) -> Tenant? {
         current.withLock { $0.tenants.first { $0.name == name } }
     }

@@ -19,6 +19,7 @@ import Yams
 ///     concurrency: 16
 ///     daily-download-bytes: 10GB
 ///     cache-group: brands             # tenants of one group share cached results
+///     apps: [com.acme.app, acme-prod] # the relay: APNs topics and FCM project ids
 /// ```
 ///
 /// Everything is checked before anything is used: an unknown key, a duplicate token, an invalid
@@ -27,7 +28,7 @@ import Yams
 public enum TenantsFile {
     public static let tenantKeys = [
         "tokens", "hosts", "store-prefix", "public-base-url", "max-deadline", "max-pixels", "max-image-bytes",
-        "max-movie-bytes", "max-sound-bytes", "rate", "concurrency", "daily-download-bytes", "cache-group",
+        "max-movie-bytes", "max-sound-bytes", "rate", "concurrency", "daily-download-bytes", "cache-group", "apps",
     ]
 
     public static func parse(_ text: String) throws(TenantsFileError) -> [Tenant] {
@@ -52,6 +53,7 @@ public enum TenantsFile {
         var tenants: [Tenant] = []
         var tokenOwners: [[UInt8]: String] = [:]
         var prefixes: [String: Tenant] = [:]
+        var appOwners: [String: String] = [:]
         for (keyNode, settings) in entries {
             guard let name = keyNode.scalar?.string, isName(name) else {
                 throw TenantsFileError(line: line(keyNode), key: "tenants.\(keyNode.scalar?.string ?? "?")",
@@ -73,6 +75,13 @@ public enum TenantsFile {
                                        message: "\"\(tenant.storePrefix)\" is tenant \(other.name)'s too: give both one cache-group to share media, or each its own prefix")
             }
             prefixes[tenant.storePrefix] = tenant
+            for app in tenant.apps {
+                if let owner = appOwners[app] {
+                    throw TenantsFileError(line: line(value(mapping(settings)!, "apps") ?? keyNode), key: "tenants.\(name).apps",
+                                           message: "\(app) is tenant \(owner)'s too: a relayed request must belong to one tenant")
+                }
+                appOwners[app] = name
+            }
             tenants.append(tenant)
         }
         return tenants
@@ -158,6 +167,7 @@ public enum TenantsFile {
             }
             tenant.cacheGroup = group
         }
+        if let n = value(settings, "apps") { tenant.apps = try strings(n, "\(path).apps") }
         return tenant
     }
 
