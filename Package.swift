@@ -283,6 +283,9 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
+        .testTarget(name: "AttacheTenantsTests", dependencies: ["AttacheTenants", "Attache", "AttacheFetch", "AttacheMedia", "AttacheSupport", "AttacheTesting",
+                                                                .product(name: "Logging", package: "swift-log"),
+                                                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
         .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheCommandLineTests",

@@ -255,8 +255,10 @@ public enum TenantsFile {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
             return TenantsFileError(line: mark.line, key: "", message: problem)
-        case .duplicatedKeysInMapping(let duplicates, _):
-            return TenantsFileError(line: 0, key: duplicates.joined(separator: ", "), message: "given twice")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            // YAML's reader stops at the mapping, before keys have paths: its line, and the key.
+            return TenantsFileError(line: context.mark.line, key: duplicates.joined(separator: ", "),
+                                    message: "given twice in the mapping that starts on this line")
         default:
             return TenantsFileError(line: 0, key: "", message: "\(error)")
         }

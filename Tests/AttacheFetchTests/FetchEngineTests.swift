@@ -64,6 +64,41 @@ import AttacheOrigin
         #expect(reason(await fetch(allowed, url, resolve: ["media.example.com:\(origin.port):127.0.0.1"])) == "success")
     }
 
+    /// A tenant's hosts: by name, before anything is sent; and on every redirect, so an open
+    /// redirect on an allowed host leads nowhere else.
+    @Test func onlyTheAllowedHostsAreFetched() async throws {
+        let engine = try engine()
+        defer { engine.shutdown(); origin.stop() }
+        let hosts = try HostAllowlist(["cdn.acme.example", "*.media.acme.example"])
+        let resolve = ["cdn.acme.example", "eu.media.acme.example", "evil.example", "media.acme.example"].map { "\($0):\(origin.port):127.0.0.1" }
+        func get(_ host: String, _ path: String = "/small.bin") async -> String {
+            reason(await fetch(engine, "http://\(host):\(origin.port)\(path)", resolve: resolve, allowedHosts: hosts))
+        }
+        #expect(await get("cdn.acme.example") == "success")
+        #expect(await get("eu.media.acme.example") == "success")
+        #expect(origin.statistics.requests == 2)
+        #expect(await get("evil.example") == "host-not-allowed")
+        #expect(await get("media.acme.example") == "host-not-allowed")  // *.x is below x, not x itself
+        #expect(await get("127.0.0.1") == "host-not-allowed")
+        #expect(origin.statistics.requests == 2)  // refused before anything was sent
+        #expect(await get("cdn.acme.example", "/small.bin?location=http://evil.example:\(origin.port)/small.bin") == "host-not-allowed")
+        #expect(origin.statistics.requests == 3)  // the redirect, never its target
+    }
+
+    @Test func hostPatternsAreCheckedWhenMade() throws {
+        for bad in ["*.com", "a b", "*", "-x.example", "x..example", "*.*.example.com", "http://x.example", ""] {
+            #expect(throws: HostAllowlist.Invalid.self, "\(bad)") { try HostAllowlist([bad]) }
+        }
+        let hosts = try HostAllowlist(["CDN.Example.com.", "*.img.example.com", "203.0.113.7", "[2001:db8::1]"])
+        #expect(hosts.allows(host: "cdn.example.com"))
+        #expect(hosts.allows(host: "a.b.img.example.com"))
+        #expect(!hosts.allows(host: "img.example.com"))
+        #expect(!hosts.allows(host: "ximg.example.com"))
+        #expect(hosts.allows(host: "203.0.113.7"))
+        #expect(hosts.allows(host: "[2001:db8::1]"))
+        #expect(!hosts.allows(host: "203.0.113.8"))
+    }
+
     @Test func deniesARedirectToADeniedAddress() async throws {
         let engine = try engine()
         defer { engine.shutdown(); origin.stop() }
@@ -282,10 +317,11 @@ extension FetchEngineTesting {
     }
 
     func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = Fixtures.generousDeadline, maxBytes: Int = 50 << 20,
-               resolve: [String] = []) async -> Result<FetchResult, FetchError> {
+               resolve: [String] = [], allowedHosts: HostAllowlist? = nil) async -> Result<FetchResult, FetchError> {
+        var request = FetchRequest(url: url, maxBytes: maxBytes, resolve: resolve)
+        request.allowedHosts = allowedHosts
         do {
-            return .success(try await engine.fetch(FetchRequest(url: url, maxBytes: maxBytes, resolve: resolve),
-                                                   deadline: .now + deadline))
+            return .success(try await engine.fetch(request, deadline: .now + deadline))
         } catch let error as FetchError {
             return .failure(error)
         } catch {
