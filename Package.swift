@@ -276,7 +276,7 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheQueueWorkerTests",
-            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport",
+            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -304,7 +304,7 @@ let package = Package(
         .testTarget(
             name: "AttacheRelayTests",
             dependencies: [
-                "AttacheRelay", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
+                "AttacheRelay", "AttacheTenants", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

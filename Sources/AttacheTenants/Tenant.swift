@@ -32,6 +32,11 @@ public struct Tenant: Sendable, Equatable {
     public struct Rate: Sendable, Equatable {
         public var perSecond: Double
         public var burst: Int
+
+        public init(perSecond: Double, burst: Int) {
+            self.perSecond = perSecond
+            self.burst = burst
+        }
     }
 
     public init(name: String, tokenHashes: [[UInt8]], hosts: HostAllowlist? = nil, storePrefix: String? = nil,

@@ -2,6 +2,7 @@ import Attache
 import AttacheFetch
 import AttacheOrigin
 import AttacheSupport
+import AttacheTenants
 import AttacheTesting
 import Logging
 import ServiceLifecycle
@@ -15,7 +16,8 @@ import Testing
     /// A worker consuming from `server` until `body` returns; what it published, read back from
     /// ATTACHE_OUT, is handed to `body` through `outputs`.
     func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = Fixtures.generousDeadline,
-                    policy: DeadlinePolicy? = nil, _ body: (NATSConnection) async throws -> Void) async throws {
+                    policy: DeadlinePolicy? = nil, tenants: [Tenant]? = nil, maxDeliver: Int? = nil,
+                    _ body: (NATSConnection) async throws -> Void) async throws {
         var options = Enrichment.Configuration()
         options.mediaDirectory = try makeTempDirectory()
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
@@ -24,6 +26,8 @@ import Testing
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
         var configuration = QueueWorker.Configuration(nats: NATSOptions(url: server.url))
         configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
+        if let tenants { configuration.tenants = try Tenants(tenants, makeScope: Tenants.scope(in: enrichment)) }
+        if let maxDeliver { configuration.maxDeliver = maxDeliver }
         let worker = QueueWorker(configuration: configuration, enrichment: enrichment, logger: Self.quiet)
         let group = ServiceGroup(configuration: .init(services: [worker], logger: Self.quiet))
         let client = try NATSConnection(NATSOptions(url: server.url))
@@ -77,9 +81,10 @@ import Testing
         try await publish(client, bytes, id: id, deadlineHeader: deadlineMs.map(String.init))
     }
 
-    func publish(_ client: NATSConnection, _ bytes: [UInt8], id: String, deadlineHeader: String?) async throws {
+    func publish(_ client: NATSConnection, _ bytes: [UInt8], id: String, deadlineHeader: String?, tenant: String? = nil) async throws {
         var headers = [("Nats-Msg-Id", id)]
         if let deadlineHeader { headers.append((DeadlinePolicy.header, deadlineHeader)) }
+        if let tenant { headers.append((QueueWorker.tenantHeader, tenant)) }
         let pool = BlockingPool(threads: 1, name: "test-publisher"), sent = headers
         _ = try await pool.run { _ in try client.publish("attache.in", bytes, headers: sent, timeout: .seconds(5)) }
     }
@@ -103,6 +108,64 @@ import Testing
                 #expect(bad?.bytes == Array("not json".utf8))
                 // One download for forty payloads: the cache.
                 #expect(origin.statistics.requests == 1)
+            }
+        }
+    }
+
+    static func tenants() throws -> [Tenant] {
+        [Tenant(name: "acme", tokenHashes: [], hosts: try HostAllowlist(["127.0.0.1"])),
+         Tenant(name: "beta", tokenHashes: [], hosts: try HostAllowlist(["localhost"]), rate: .init(perSecond: 1, burst: 1))]
+    }
+
+    /// With tenants, a message is its `Attache-Tenant` header's: enriched in that tenant's scope
+    /// (its hosts, its store prefix); without one of the file, the original goes out. A tenant past
+    /// its rate gets its messages back later: each still comes out once, and is enriched.
+    @Test func messagesAreTheirTenantsAndComeOutOnceEvenPastARate() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        let image = #"{"aps":{"alert":"t","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin, tenants: try Self.tenants()) { client in
+                try await publish(client, Array(image.utf8), id: "acme", deadlineHeader: nil, tenant: "acme")
+                try await publish(client, Array(image.utf8), id: "beta-image", deadlineHeader: nil, tenant: "beta")
+                try await publish(client, Array(image.utf8), id: "none", deadlineHeader: nil)
+                try await publish(client, Array(image.utf8), id: "zeta", deadlineHeader: nil, tenant: "zeta")
+                for i in 0..<3 {
+                    try await publish(client, Array(#"{"aps":{"alert":"b\#(i)","mutable-content":1}}"#.utf8), id: "beta\(i)",
+                                      deadlineHeader: nil, tenant: "beta")
+                }
+                let out = try await outputs(client, count: 7)
+                #expect(out.count == 7)
+                #expect(Set(out.map(\.id)).count == 7)
+                let byID = Dictionary(uniqueKeysWithValues: out.map { ($0.id, $0) })
+                #expect(byID["acme"]?.outcome == "enriched")
+                let acmeOut = String(decoding: byID["acme"].map(\.bytes) ?? [], as: UTF8.self)
+                #expect(acmeOut.contains("/acme/"))
+                #expect(byID["beta-image"]?.outcome == "fallback; reason=host-not-allowed")
+                for id in ["none", "zeta"] {
+                    #expect(byID[id]?.outcome == "fallback; reason=unknown-tenant")
+                    #expect(byID[id]?.bytes == Array(image.utf8))
+                }
+                for i in 0..<3 { #expect(byID["beta\(i)"]?.outcome == "passthrough; reason=no-media") }
+            }
+        }
+    }
+
+    /// On the last delivery the stream allows, a tenant past its limits gets the original out: a
+    /// limit never loses a payload.
+    @Test func pastItsLimitsOnTheLastDeliveryTheOriginalGoesOut() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin, tenants: try Self.tenants(), maxDeliver: 1) { client in
+                for i in 0..<3 {
+                    try await publish(client, Array(#"{"aps":{"alert":"b\#(i)","mutable-content":1}}"#.utf8), id: "beta\(i)",
+                                      deadlineHeader: nil, tenant: "beta")
+                }
+                let out = try await outputs(client, count: 3)
+                #expect(out.count == 3)
+                #expect(out.filter { $0.outcome == "passthrough; reason=no-media" }.count == 1)
+                #expect(out.filter { $0.outcome == "fallback; reason=tenant-limited" }.count == 2)
             }
         }
     }

@@ -5,6 +5,7 @@ import _CryptoExtras
 import AttacheOperations
 import AttacheOrigin
 @testable import AttacheRelay
+import AttacheTenants
 import AttacheTesting
 import HTTPTypes
 import Hummingbird
@@ -29,7 +30,7 @@ struct RelayHarness {
     /// Runs `body` with a client to a relay forwarding to the fakes (or, with `closed`, to a port
     /// where nothing listens); `configure` sets what else the relay runs with.
     static func with(apns: FakeProvider.APNs = .init(), fcm: FakeProvider.FCM = .init(), tls: FakeProvider.TLS? = nil,
-                     closed: Bool = false, configure: (inout RelayConfiguration) throws -> Void = { _ in },
+                     closed: Bool = false, tenants: [Tenant]? = nil, configure: (inout RelayConfiguration) throws -> Void = { _ in },
                      _ body: @Sendable (RelayClient, Upstreams, Origin) async throws -> Void) async throws {
         let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         defer { origin.stop() }
@@ -50,6 +51,7 @@ struct RelayHarness {
                                                deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
                                                upstreamTimeout: .seconds(5))
         try configure(&configuration)
+        if let tenants { configuration.tenants = try Tenants(tenants, makeScope: Tenants.scope(in: enrichment)) }
         let forwarder = try Forwarder(configuration: configuration)
         defer { forwarder.shutdown() }
         let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
@@ -250,6 +252,46 @@ struct RelayClient {
             let gone = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"token":"gone"}}"#)
             #expect(gone.status == 404)
             #expect(gone.body.contains(#""errorCode":"UNREGISTERED""#))
+        }
+    }
+
+    /// With tenants, a request is the tenant's whose apps name its APNs topic or FCM project: enriched
+    /// in its scope; a request of no tenant, or of one past its limits, is still sent — unenriched,
+    /// with the reason — and the client gets what Apple or Google answered.
+    @Test func requestsAreTheirAppsTenantsAndAreAlwaysSent() async throws {
+        let tenants = [
+            Tenant(name: "acme", tokenHashes: [], hosts: try HostAllowlist(["127.0.0.1"])),
+            Tenant(name: "beta", tokenHashes: [], hosts: try HostAllowlist(["localhost"]), rate: .init(perSecond: 0.01, burst: 1)),
+        ]
+        var withApps = tenants
+        withApps[0].apps = ["com.example.app"]
+        withApps[1].apps = ["p1"]
+        try await RelayHarness.with(tenants: withApps) { client, upstreams, origin in
+            let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
+            let acme = try await client.post("/3/device/abc123", body, fields: Self.apnsFields)
+            #expect(acme.status == 200)
+            #expect(acme.fields["attache-outcome"] == "enriched")
+            let enriched = String(decoding: try #require(upstreams.apns.received.last).body, as: UTF8.self)
+            #expect(enriched.contains("https://cdn.example.com/m/acme/"))
+
+            let other = try await client.post("/3/device/abc123", body, fields: Self.apnsFields.map {
+                $0.hasPrefix("apns-topic") ? "apns-topic: com.other.app" : $0
+            })
+            #expect(other.status == 200)
+            #expect(other.fields["attache-outcome"] == "fallback; reason=unknown-tenant")
+            #expect(try #require(upstreams.apns.received.last).body == Array(body.utf8))
+
+            let sample = String(decoding: Fixtures.bytes("fcm-v1-notification-alert.json", in: Fixtures.payloadDirectory), as: UTF8.self)
+                .replacingAll("127.0.0.1:8765", with: "127.0.0.1:\(origin.port)")
+            let fields = ["authorization: Bearer ya29.token", "content-type: application/json"]
+            let first = try await client.post("/v1/projects/p1/messages:send", sample, fields: fields)
+            #expect(first.status == 200)
+            #expect(first.fields["attache-outcome"] == "fallback; reason=host-not-allowed")
+            let second = try await client.post("/v1/projects/p1/messages:send", sample, fields: fields)
+            #expect(second.status == 200)
+            #expect(second.fields["attache-outcome"] == "fallback; reason=tenant-limited")
+            #expect(try #require(upstreams.fcm.received.last).body == Array(sample.utf8))
+            #expect(upstreams.fcm.received.count == 2)
         }
     }
 
