@@ -86,4 +86,19 @@ assert upstream.split("//")[1].split(":")[0] in c, "the relay forwards to no ser
 assert os.path.exists("Tests/cli/apns.py"), "no APNs double"'
 check "docker-compose.yml: the relay in front of the APNs double" "python3 -c '$relay'"
 check "the relay's command is the one the checks run" "grep -q 'relay --port' Tests/cli/relay.sh"
+# Two tenants share the deployment: every Attache container reads the same tenants file, mounted
+# from the repository, and attache reads it as valid.
+tenants='import os, yaml
+c = yaml.safe_load(open("docker-compose.yml"))["services"]
+attache = [s for s in c.values() if s.get("build") and s.get("command", ["serve"])[0] in ("serve", "worker", "relay")]
+assert len(attache) >= 5, "fewer Attache containers than expected"
+for s in attache:
+    path = s["environment"]["ATTACHE_TENANTS_FILE"]
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in s.get("volumes", [])}
+    assert path in mounts and os.path.exists(mounts[path]), "the tenants file is not mounted from the repository"
+    assert len(yaml.safe_load(open(mounts[path]))["tenants"]) >= 2, "fewer than two tenants"'
+check "docker-compose.yml: every Attache container reads one tenants file with two tenants" "python3 -c '$tenants'"
+if [ -x "$bin_dir/attache" ]; then
+  check "attache reads the compose file's tenants file as valid" "'$bin_dir/attache' tenants check deploy/tenants.yaml >/dev/null"
+fi
 finish deploy
