@@ -21,7 +21,7 @@ struct Serve: LongRunningCommand {
         abstract: "Run the enrichment service that push pipelines call per message.",
         discussion: """
         Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id), \
-        GET|HEAD /media/<name>, GET /healthz, GET /readyz, GET /metrics (Prometheus). \
+        GET|HEAD /media/<name> (a tenant's: /media/<prefix><name>), GET /healthz, GET /readyz, GET /metrics (Prometheus). \
         Every option can also come from the ATTACHE_* variable named in its help (lists comma-separated); \
         a flag wins over the environment, and a value that does not parse or is out of range stops the \
         start with an error naming it. SIGTERM/SIGINT: stop accepting, answer every \

@@ -34,7 +34,7 @@ public final class NATSServer: Sendable {
         process = try ServerProcess(ports: 2, directory: directory, log: "nats.log", within: .seconds(30), name: "nats-server",
                                     arguments: { [Self.binary, "-js", "-a", "127.0.0.1", "-p", "\($0[0])", "-m", "\($0[1])",
                                                   "-sd", "\(directory)/jetstream"] },
-                                    readyPort: { $0[1] })
+                                    readyPort: { $0[1] }, logSays: "Server is ready")
         port = process.ports[0]
     }
 

@@ -18,9 +18,11 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
     /// and throws if it does not. A port is free when chosen, not when the server binds it: another
     /// test's socket can take it in between, and the server exits (SeaweedFS: "bind: address
     /// already in use", seen failing CI after a 60 s wait). A server that exits before it answers
-    /// is started again on new ports, up to three times.
+    /// is started again on new ports, up to three times. `logSays`: the server is ready only once
+    /// its log says so too (NATS answers its monitoring port before it has bound its client port,
+    /// and exits when that port was taken: the answer alone would hand a test a server gone).
     init(ports count: Int, directory: String, log: String, within: Duration, name: String,
-         arguments: ([Int]) -> [String], readyPort: ([Int]) -> Int) throws {
+         arguments: ([Int]) -> [String], readyPort: ([Int]) -> Int, logSays: String? = nil) throws {
         self.directory = directory
         for attempt in 1...3 {
             let ports = try freePorts(count)
@@ -28,13 +30,14 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
             let end = ContinuousClock.now + within
             var exited = false
             while ContinuousClock.now < end && !exited {
-                if answersHTTP(port: readyPort(ports)) {
+                let answers = answersHTTP(port: readyPort(ports)) && (logSays.map { logContains("\(directory)/\(log)", $0) } ?? true)
+                var status: Int32 = 0
+                exited = waitpid(pid, &status, WNOHANG) == pid
+                if answers && !exited {
                     self.ports = ports
                     self.pid = pid
                     return
                 }
-                var status: Int32 = 0
-                exited = waitpid(pid, &status, WNOHANG) == pid
                 if !exited { usleep(100_000) }
             }
             if exited && attempt < 3 { continue }
@@ -77,6 +80,10 @@ func withServer<S: Sendable, T: Sendable>(on threads: BlockingPool, start: @esca
 
 /// The end of a log a test's program wrote (its last 2,000 bytes), for an error that outlives the
 /// log's directory; empty when it cannot be read.
+func logContains(_ path: String, _ text: String) -> Bool {
+    (try? readFile(path)).map { String(decoding: $0, as: UTF8.self).contains(text) } ?? false
+}
+
 func logTail(_ path: String) -> String {
     (try? readFile(path)).map { String(decoding: $0.suffix(2000), as: UTF8.self) } ?? ""
 }
