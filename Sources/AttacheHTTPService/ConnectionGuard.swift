@@ -118,6 +118,8 @@ struct ConnectionGuardStateMachine {
     private(set) var state = State.waitingForHead(first: true)
     /// Requests read but not yet answered (pipelining may put several in flight).
     private var unanswered = 0
+    /// For each unanswered request, oldest first: whether it asked to close the connection.
+    private var closing: [Bool] = []
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -134,7 +136,8 @@ struct ConnectionGuardStateMachine {
             return .refuse
         case (.refused, _), (.closed, _):
             return .none
-        case (_, .head):
+        case (_, .head(let request)):
+            closing.append(Self.asksToClose(request))
             unanswered += 1
             state = .readingBody
             return .arm(limits.bodyTimeout)
@@ -146,7 +149,29 @@ struct ConnectionGuardStateMachine {
         }
     }
 
+    /// The answer to the oldest unanswered request, saying `Connection: close` when that request
+    /// asked for it (RFC 9112 §9.6): the connection closes after it, and a client that reads a
+    /// keep-alive answer and then the close would count a read error for each (wrk does).
+    func head(_ response: HTTPResponse) -> HTTPResponse {
+        guard closing.first == true, response.headerFields[.connection] == nil else { return response }
+        var response = response
+        response.headerFields[.connection] = "close"
+        return response
+    }
+
+    static func asksToClose(_ request: HTTPRequest) -> Bool {
+        request.headerFields[values: .connection].contains { value in
+            value.split(separator: ",").contains { token in
+                token.filter { $0 != " " && $0 != "\t" }.lowercased() == "close"
+            }
+        }
+    }
+
+    /// Whether the answer being written is the last on this connection (its request asked to close).
+    var answeringLast: Bool { closing.first == true }
+
     mutating func wroteEnd() -> Action {
+        if !closing.isEmpty { closing.removeFirst() }
         unanswered = max(0, unanswered - 1)
         guard unanswered == 0, state == .answering else { return .none }
         state = .waitingForHead(first: false)
@@ -238,8 +263,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { perform(machine.wroteEnd(), context) }
-        context.write(data, promise: promise)
+        switch unwrapOutboundIn(data) {
+        case .head(let response):
+            context.write(wrapOutboundOut(.head(machine.head(response))), promise: promise)
+        case .end:
+            let last = machine.answeringLast
+            perform(machine.wroteEnd(), context)
+            guard last else { return context.write(data, promise: promise) }
+            // The connection closes once this answer is out, whatever else the request said
+            // (`keep-alive, close`: close wins), as its Connection: close told the client.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { result in
+                promise?.completeWith(result)
+                bound.value.close(promise: nil)
+            }
+            context.write(data, promise: written)
+        case .body:
+            context.write(data, promise: promise)
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -66,6 +66,35 @@ import Glibc
         }
     }
 
+    /// A request that asks to close gets an answer that says so, then the close; the others keep
+    /// their connection. (Without the header, wrk counted a read error for every such request.)
+    @Test func aRequestThatAsksToCloseIsToldItWillBe() async throws {
+        let h = try ServiceHarness()
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let port = try #require(client.port)
+            for header in ["Connection: close", "Connection: keep-alive, Close", "connection:close"] {
+                let c = try RawConnection(port: port)
+                c.send("POST /v1/enrich HTTP/1.1\r\nHost: x\r\n\(header)\r\nContent-Length: 10\r\n\r\n{\"aps\":{}}")
+                let answer = try #require(await c.readUntilClosed(within: .seconds(5)), "\(header): not closed")
+                #expect(answer.hasPrefix("HTTP/1.1 200"))
+                #expect(answer.lowercased().contains("\r\nconnection: close\r\n"), "\(header): \(answer)")
+            }
+            // Pipelined: only the answer to the request that asked says close, and it is the last.
+            let c = try RawConnection(port: port)
+            c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let both = try #require(await c.readUntilClosed(within: .seconds(5)))
+            let answers = both.components(separatedBy: "HTTP/1.1 200").dropFirst()
+            #expect(answers.count == 2)
+            #expect(answers.first.map { !$0.lowercased().contains("connection: close") } == true)
+            #expect(answers.last.map { $0.lowercased().contains("connection: close") } == true)
+            let kept = try RawConnection(port: port)
+            kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try #require(await kept.readSome(within: .seconds(5)))
+            #expect(!answer.lowercased().contains("connection: close"))
+        }
+    }
+
     @Test func aDrippedBodyIsClosedAfterTheBodyTimeout() async throws {
         let h = try ServiceHarness(connections: ConnectionLimits(bodyTimeout: .milliseconds(500)))
         defer { h.stop() }
