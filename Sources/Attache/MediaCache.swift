@@ -83,6 +83,8 @@ public final class MediaCache: Sendable {
         var statistics = Statistics()
         var nextWaiter: UInt64 = 0
         var warming = 0
+        /// What a pending key can give already (a movie's poster while it is converted).
+        var provisional: [String: CachedMedia] = [:]
     }
 
     /// Thrown to waiters when the caller computing their key was cancelled: they try again.
@@ -240,9 +242,35 @@ public final class MediaCache: Sendable {
         waiter?.continuation.resume(throwing: CancellationError())
     }
 
+    /// The value for `key` when it is cached and fresh (counted as a hit), without waiting or
+    /// computing: nil otherwise.
+    public func hit(for key: String) -> CachedMedia? {
+        let now = ContinuousClock.now
+        return state.withLock { s in
+            guard case .ready(let value, let expires)? = s.slots[key], expires > now else { return nil }
+            s.statistics.hits += 1
+            return value
+        }
+    }
+
+    /// Offers what a pending key's work has ready before it is done (a movie's poster while the
+    /// movie is converted): a payload that cannot wait for the work may attach it. Kept until the
+    /// work ends; never cached as the key's value.
+    public func offer(_ value: CachedMedia, for key: String) {
+        state.withLock { s in
+            if case .pending? = s.slots[key] { s.provisional[key] = value }
+        }
+    }
+
+    /// What the work for `key` has offered, while it runs.
+    public func provisional(for key: String) -> CachedMedia? {
+        state.withLock { $0.provisional[key] }
+    }
+
     private func finish(_ key: String, with result: Result<CachedMedia, any Error>) {
         let expires = ContinuousClock.now + configuration.timeToLive
         let waiters = state.withLock { s -> [Waiter] in
+            s.provisional[key] = nil
             guard case .pending(let waiters)? = s.slots[key] else { return [] }
             switch result {
             case .success(let value):

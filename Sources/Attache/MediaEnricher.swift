@@ -228,22 +228,31 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func attach(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async {
         do {
             let entry: AttachmentEntry
+            // A movie that is being converted offers its poster once the poster is stored; a payload
+            // whose deadline comes first attaches that instead of nothing (the conversion goes on as
+            // the cache's work, and the next payload gets the movie).
+            let offered = Mutex<CachedMedia?>(nil)
+            let cutoff = deadline - Self.posterMargin
             if let cache = services.cache {
                 let key = cacheKey(media)
-                let (cached, event) = try await cache.value(for: key) { workDeadline in
-                    let deadline = workDeadline ?? deadline
-                    // Another replica sharing the store may have made it already.
-                    let name = try SharedResults.name(for: key), store = self.store
-                    if let record = await store.record(named: name, deadline: deadline),
-                       let shared = SharedResults.decode(record, now: SharedResults.now(), timeToLive: cache.configuration.timeToLive) {
-                        return shared
+                let offer: @Sendable (CachedMedia) -> Void = { poster in
+                    offered.withLock { $0 = poster }
+                    cache.offer(poster, for: key)
+                }
+                // A hit needs no race (the common case of a campaign: answered at once).
+                let settled: Settled
+                if let hit = cache.hit(for: key) {
+                    settled = .value(hit, .hit)
+                } else {
+                    settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } ?? cache.provisional(for: key) }) {
+                        try await cache.value(for: key) { workDeadline in
+                            try await self.make(media, index: index, key: key, deadline: workDeadline ?? deadline, offer: offer)
+                        }
                     }
-                    let entry = try await self.fetchAndRender(media, index: index, deadline: deadline)
-                    let report = self.state.withLock { $0.reports[index] }
-                    let made = CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
-                    // Best effort: without the record, other replicas only fetch again.
-                    try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name, deadline: deadline)
-                    return made
+                }
+                guard case .value(let cached, let event) = settled else {
+                    entry = attachPoster(settled, media: media, index: index)
+                    return finishAttached(index, entry)
                 }
                 update(index) { r in
                     r.cache = (cached.fromStore && event == .miss ? CacheEvent.store : event).rawValue
@@ -256,16 +265,18 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 }
                 entry = cached.entry.with(id: media.id, options: media.options)
             } else {
-                entry = try await fetchAndRender(media, index: index, deadline: deadline)
+                let offer: @Sendable (CachedMedia) -> Void = { poster in offered.withLock { $0 = poster } }
+                let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } }) {
+                    let entry = try await self.fetchAndRender(media, index: index, deadline: deadline, offer: offer)
+                    return (CachedMedia(entry: entry, kind: "", format: "", bytes: 0), .miss)
+                }
+                guard case .value(let made, _) = settled else {
+                    entry = attachPoster(settled, media: media, index: index)
+                    return finishAttached(index, entry)
+                }
+                entry = made.entry
             }
-            // The entry and the outcome together: a snapshot at the deadline sees both or neither.
-            let report = state.withLock { s in
-                s.entries[index] = entry
-                s.reports[index].outcome = .attached
-                s.reports[index].androidURL = entry.androidURL
-                return s.reports[index]
-            }
-            observer?(index, report)
+            finishAttached(index, entry)
         } catch {
             // One rule for "timed out": the work was cancelled, which happens only at the
             // deadline (whatever error the cancelled stage threw on its way out).
@@ -276,6 +287,83 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 fail(index, reason, message, detail: (error as? MediaError)?.detail)
             }
         }
+    }
+
+    /// The cache's work for a key: the result another replica sharing the store recorded, or the
+    /// media fetched, rendered and stored here (and recorded for the others).
+    private func make(_ media: MediaRequest, index: Int, key: String, deadline: ContinuousClock.Instant,
+                      offer: @escaping @Sendable (CachedMedia) -> Void) async throws -> CachedMedia {
+        let name = try SharedResults.name(for: key), store = self.store
+        let timeToLive = services.cache?.configuration.timeToLive ?? .zero
+        if let record = await store.record(named: name, deadline: deadline),
+           let shared = SharedResults.decode(record, now: SharedResults.now(), timeToLive: timeToLive) {
+            return shared
+        }
+        let entry = try await fetchAndRender(media, index: index, deadline: deadline, offer: offer)
+        let report = state.withLock { $0.reports[index] }
+        let made = CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
+        // Best effort: without the record, other replicas only fetch again.
+        try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name, deadline: deadline)
+        return made
+    }
+
+    /// The entry and the outcome together: a snapshot at the deadline sees both or neither.
+    private func finishAttached(_ index: Int, _ entry: AttachmentEntry) {
+        let report = state.withLock { s in
+            s.entries[index] = entry
+            s.reports[index].outcome = .attached
+            s.reports[index].androidURL = entry.androidURL
+            return s.reports[index]
+        }
+        observer?(index, report)
+    }
+
+    /// How long before the extension's deadline a payload stops waiting for a conversion and
+    /// attaches the poster it offered.
+    static let posterMargin = Duration.milliseconds(100)
+
+    private enum Settled: Sendable {
+        case value(CachedMedia, CacheEvent)
+        /// The work's offer, taken at the cutoff while the work goes on.
+        case poster(CachedMedia)
+    }
+
+    /// The work's value; or, from `cutoff` on, what `poster` offers, if the work is not done.
+    /// Without conversions nothing is ever offered: the work alone, without a race.
+    private func settle(cutoff: ContinuousClock.Instant, poster: @escaping @Sendable () -> CachedMedia?,
+                        _ work: @escaping @Sendable () async throws -> (CachedMedia, CacheEvent)) async throws -> Settled {
+        guard services.configuration.render.transcode != nil else {
+            let (value, event) = try await work()
+            return .value(value, event)
+        }
+        return try await withThrowingTaskGroup(of: Settled?.self) { group in
+            group.addTask {
+                let (value, event) = try await work()
+                return .value(value, event)
+            }
+            group.addTask {
+                try await Task.sleep(until: cutoff, clock: .continuous)
+                // Polled: the poster may be stored after the cutoff, still before the deadline.
+                while true {
+                    if let offered = poster() { return .poster(offered) }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            defer { group.cancelAll() }
+            while let next = try await group.next() {
+                if let settled = next { return settled }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// A movie's poster as the attachment, the conversion still running; the report says so.
+    private func attachPoster(_ settled: Settled, media: MediaRequest, index: Int) -> AttachmentEntry {
+        guard case .poster(let poster) = settled else { preconditionFailure("not a poster") }
+        update(index) { r in
+            r.conversion = .object(JSONObject(["pending": .bool(true), "attached": .string("poster")]))
+        }
+        return poster.entry.with(id: media.id, options: media.options)
     }
 
     /// Each stage's error type has its reason.
@@ -290,7 +378,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
     }
 
-    private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async throws -> AttachmentEntry {
+    /// `offer`: told a movie's poster, stored, before its conversion starts.
+    private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant,
+                                offer: (@Sendable (CachedMedia) -> Void)? = nil) async throws -> AttachmentEntry {
         let limits = self.limits
         let transcode = services.configuration.render.transcode
         // The media policy runs in the fetch engine on the first bytes; the format it sniffed
@@ -325,7 +415,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let (rendered, main, thumbnail) = try await services.mediaJobs.withPermit {
             let rendered = format.kind == .image
                 ? try await renderImage(fetched, format: format, media: media, index: index)
-                : try await renderMovie(fetched, format: format, media: media, index: index)
+                : try await renderMovie(fetched, format: format, media: media, index: index, deadline: deadline, offer: offer)
             let (main, thumbnail) = try await store(rendered, index: index, deadline: deadline)
             return (rendered, main, thumbnail)
         }
@@ -440,13 +530,31 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                         thumbnail: rendition.thumbnail, thumbhash: rendition.thumbhash, android: rendition.android)
     }
 
-    private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int) async throws -> Rendered {
+    private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int,
+                             deadline: ContinuousClock.Instant, offer: (@Sendable (CachedMedia) -> Void)?) async throws -> Rendered {
         let bytes = try await load(fetched, format: format, index: index)
         let start = ContinuousClock.now
         let offset = since()
         let configuration = services.configuration
-        let movie = try await services.decoder.movie(bytes, format: format, options: renderOptions(media), time: media.options.thumbnailTime,
-                                                     posterMode: configuration.posterMode, limits: limits)
+        let options = renderOptions(media)
+        func render(_ options: RenderOptions) async throws -> MovieRendition {
+            try await services.decoder.movie(bytes, format: format, options: options, time: media.options.thumbnailTime,
+                                             posterMode: configuration.posterMode, limits: limits)
+        }
+        var movie: MovieRendition
+        if let settings = options.transcode, let offer {
+            // The poster first, stored and offered, then the conversion as a job of its own (the
+            // second job opens the file again: milliseconds, against the conversion's seconds).
+            var first = options
+            first.convertsNow = false
+            movie = try await render(first)
+            if TranscodePlanner.converts(movie.facts, size: bytes.count, settings: settings) {
+                if let poster = movie.thumbnail { try await offerPoster(poster, media: media, deadline: deadline, offer) }
+                movie = try await render(options)
+            }
+        } else {
+            movie = try await render(options)
+        }
         let facts = movie.facts
         let total = start.duration(to: .now).milliseconds
         update(index) { r in
@@ -469,6 +577,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         return Rendered(main: try await original(bytes), original: fetched.body, format: facts.format, uti: facts.uti,
                         width: facts.hasVideo ? facts.width : nil, height: facts.hasVideo ? facts.height : nil,
                         duration: facts.duration > 0 ? facts.duration : nil, thumbnail: movie.thumbnail)
+    }
+
+    /// The poster as an attachment of its own (a JPEG, its own thumbnail), stored, and offered.
+    private func offerPoster(_ poster: RenderedImage, media: MediaRequest, deadline: ContinuousClock.Instant,
+                             _ offer: @Sendable (CachedMedia) -> Void) async throws {
+        let stored = try await store.put(poster.bytes, fileExtension: poster.format.fileExtension, deadline: deadline)
+        let entry = AttachmentEntry(id: media.id, url: stored.url, type: poster.format.uti, bytes: poster.bytes.count,
+                                    width: poster.width, height: poster.height,
+                                    thumbnail: .init(url: stored.url, width: poster.width, height: poster.height), options: media.options)
+        offer(CachedMedia(entry: entry, kind: MediaKind.image.rawValue, format: poster.format.rawValue, bytes: poster.bytes.count))
     }
 }
 

@@ -25,6 +25,9 @@ public struct RenderOptions: Sendable {
     public var androidSize: Int?
     /// How movies and sounds the device would not play are converted; nil: they are refused.
     public var transcode: TranscodeSettings?
+    /// False: a movie that needs converting is judged as convertible and given its poster, but not
+    /// converted yet (the poster can be attached while the conversion runs as a job of its own).
+    public var convertsNow = true
 
     public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80,
                 makesDisplayCopy: Bool = true, androidSize: Int? = nil, transcode: TranscodeSettings? = nil) {

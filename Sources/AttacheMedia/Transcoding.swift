@@ -76,7 +76,7 @@ public struct ConvertedMovie: Sendable, Equatable {
 }
 
 /// What to write, decided from the facts alone (before any decoding).
-enum TranscodePlanner {
+public enum TranscodePlanner {
     /// Video codecs an MP4 may carry as they are for iOS; audio likewise.
     static let copyableVideo: Set = ["h264", "hevc"]
     static let copyableAudio: Set = ["aac", "mp3"]
@@ -95,11 +95,17 @@ enum TranscodePlanner {
     static let margin = 0.92
 
     /// Nil when the file is already one the device plays within its cap.
+    /// Whether a file of these facts and size is converted: one the device would not play, or one
+    /// over its target.
+    public static func converts(_ facts: MediaFacts, size: Int, settings: TranscodeSettings) -> Bool {
+        !facts.isSupported || size > (facts.kind == .video ? settings.movieBytes : settings.soundBytes)
+    }
+
     static func plan(_ raw: RawMediaFacts, facts: MediaFacts, size: Int, settings: TranscodeSettings) throws
         -> (plan: TranscodePlan, method: ConvertedMovie.Method, keptSeconds: Double?)?
     {
+        guard converts(facts, size: size, settings: settings) else { return nil }
         let target = facts.kind == .video ? settings.movieBytes : settings.soundBytes
-        guard !facts.isSupported || size > target else { return nil }
         let videoCodec = raw.videoCodec ?? "", audioCodec = raw.audioCodec ?? ""
         let length = facts.duration > 0 ? facts.duration : settings.keepSeconds
         var plan = TranscodePlan(video: raw.hasVideo ? .encode : .drop, audio: raw.hasAudio ? .encode : .drop, maxBytes: target)

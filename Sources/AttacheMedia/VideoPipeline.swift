@@ -149,7 +149,7 @@ public struct VideoPipeline: Sendable {
             )
             rendition.thumbnailTime = result.shownAt
         }
-        if let settings = options.transcode {
+        if let settings = options.transcode, options.convertsNow {
             rendition.converted = try convert(bytes, format: result.facts.format, facts: result.facts, settings: settings, abort: abort)
         }
         return rendition

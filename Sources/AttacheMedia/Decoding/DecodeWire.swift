@@ -297,6 +297,7 @@ package enum DecodeWire {
                             "jpeg_quality": .int(r.jpegQuality), "display_copy": .bool(r.makesDisplayCopy)])
         if let c = r.clip { o["clip"] = .array([.exact(c.x), .exact(c.y), .exact(c.width), .exact(c.height)]) }
         if let size = r.androidSize { o["android_size"] = .int(size) }
+        if !r.convertsNow { o["converts_later"] = .bool(true) }
         if let t = r.transcode {
             o["transcode"] = .object(JSONObject([
                 "movie_bytes": .int(t.movieBytes), "sound_bytes": .int(t.soundBytes), "keep_seconds": .exact(t.keepSeconds),
@@ -321,9 +322,11 @@ package enum DecodeWire {
                                           keepSeconds: try t.double("keep_seconds"), maxEdge: try t.int("max_edge"),
                                           sourceBytes: try t.int("source_bytes"), preset: try t.string("preset"))
         }
-        return RenderOptions(thumbnailSize: try o.int("thumbnail_size"), displaySize: try o.int("display_size"), clip: clip,
-                             jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"),
-                             androidSize: o.has("android_size") ? try o.int("android_size") : nil, transcode: transcode)
+        var options = RenderOptions(thumbnailSize: try o.int("thumbnail_size"), displaySize: try o.int("display_size"), clip: clip,
+                                    jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"),
+                                    androidSize: o.has("android_size") ? try o.int("android_size") : nil, transcode: transcode)
+        options.convertsNow = try !(o.has("converts_later") && o.bool("converts_later"))
+        return options
     }
 
     static func json(_ c: ConvertedMovie, blob: Int) -> JSONValue {
