@@ -1,3 +1,4 @@
+import AttacheSupport
 import HTTPTypes
 import Hummingbird
 
@@ -13,26 +14,19 @@ public struct BearerAuth<Context: RequestContext>: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard !tokens.isEmpty else { return try await next(request, context) }
-        let header = request.headers[.authorization] ?? ""
-        let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
+        let presented = Self.presented(request)
         // Every token is compared in full, whether or not an earlier one matched.
         var accepted = false
-        for token in tokens where Self.constantTimeEqual(token, presented) { accepted = true }
+        for token in tokens where constantTimeEqual(token, presented) { accepted = true }
         guard accepted else {
             return ErrorResponse.response(.unauthorized, "unauthorized", headers: [.wwwAuthenticate: "Bearer"])
         }
         return try await next(request, context)
     }
 
-    /// Time depends only on the lengths, never on where the bytes differ.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        let n = max(a.count, b.count)
-        for i in 0..<n {
-            let x = i < a.count ? a[i] : 0
-            let y = i < b.count ? b[i] : 0
-            difference |= x ^ y
-        }
-        return difference == 0
+    /// The token of `Authorization: Bearer <token>`; empty when there is none.
+    static func presented(_ request: Request) -> [UInt8] {
+        let header = request.headers[.authorization] ?? ""
+        return header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
     }
 }

@@ -1,5 +1,6 @@
 import AttacheStore
 import AttacheSupport
+import AttacheTenants
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -36,17 +37,10 @@ public struct MediaController: Sendable {
         return (parts[0], parts[1])
     }
 
-    /// Letters, digits, `-`, `_` and `.`, and not `.` or `..`.
-    static func validPrefixSegment(_ segment: Substring) -> Bool {
-        !segment.isEmpty && segment != "." && segment != ".." && segment.utf8.allSatisfy {
-            ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x5f || $0 == 0x2e
-        }
-    }
-
     func serve(_ request: Request, context: AttacheRequestContext, head: Bool) async throws -> Response {
         let segments = context.parameters.getCatchAll()
         guard let name = segments.last.map(String.init), let (hash, ext) = Self.validName(name),
-              segments.dropLast().allSatisfy(Self.validPrefixSegment) else {
+              segments.dropLast().allSatisfy(TenantsFile.isPrefixSegment) else {
             throw HTTPError(.notFound)
         }
         let file: RegularFile

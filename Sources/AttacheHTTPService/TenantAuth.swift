@@ -10,9 +10,7 @@ struct TenantAuth: RouterMiddleware {
     let tenants: Tenants
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let header = request.headers[.authorization] ?? ""
-        let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
-        guard let tenant = tenants.tenant(token: presented) else {
+        guard let tenant = tenants.tenant(token: BearerAuth<Context>.presented(request)) else {
             return ErrorResponse.response(.unauthorized, "unauthorized", headers: [.wwwAuthenticate: "Bearer"])
         }
         var context = context

@@ -37,7 +37,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Limits checked before pixels are allocated, and Apple's size caps per kind.
-public struct MediaLimits: Sendable {
+public struct MediaLimits: Sendable, Equatable {
     public var maxPixels: Int
     public var maxGIFFrames: Int
     public var maxProgressiveScans: Int

@@ -150,14 +150,7 @@ struct Relay: LongRunningCommand {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
-        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let tenants: TenantsFileService?
-        do {
-            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
-        } catch {
-            enrichment.shutdown()
-            throw error
-        }
+        let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         var relay = setup.relay
         relay.tenants = tenants?.tenants
         let forwarder = try Forwarder(configuration: relay)

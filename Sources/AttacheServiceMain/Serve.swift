@@ -95,14 +95,7 @@ struct Serve: LongRunningCommand {
         let logger = Logger(label: "attache.server")
         var server = setup.server
 
-        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let tenants: TenantsFileService?
-        do {
-            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
-        } catch {
-            enrichment.shutdown()
-            throw error
-        }
+        let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         server.tenants = tenants?.tenants
         let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
         let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")

@@ -81,15 +81,19 @@ func readTenantsFile(_ path: String) throws -> [Tenant] {
     }
 }
 
-/// The tenants file's service for a long-running command, started on `enrichment`'s store; a file
-/// that is not valid stops the start with its line and key.
-func startTenants(path: String?, enrichment: Enrichment, logger: Logger) async throws -> TenantsFileService? {
-    guard let path else { return nil }
+/// A long-running command's enrichment, and the tenants file's service on its store (nil without a
+/// file); a file that is not valid stops the start with its line and key, the enrichment shut down.
+func startEnrichment(_ options: Enrichment.Configuration, tenantsFile path: String?,
+                     logger: Logger) async throws -> (Enrichment, TenantsFileService?) {
+    let enrichment = try Enrichment(configuration: options, logger: logger)
+    guard let path else { return (enrichment, nil) }
     do {
-        return try await TenantsFileService(path: path, makeScope: Tenants.scope(in: enrichment), logger: logger)
+        return (enrichment, try await TenantsFileService(path: path, makeScope: Tenants.scope(in: enrichment), logger: logger))
     } catch let error as TenantsFileError {
+        enrichment.shutdown()
         throw TenantsFileProblem("the tenants file \(path): \(error)")
     } catch {
+        enrichment.shutdown()
         throw TenantsFileProblem("the tenants file \(path) cannot be used: \(error)")
     }
 }

@@ -128,14 +128,7 @@ struct Worker: LongRunningCommand {
             ])
         }
 
-        let enrichment = try Enrichment(configuration: setup.options, logger: logger)
-        let tenants: TenantsFileService?
-        do {
-            tenants = try await startTenants(path: setup.tenantsFile, enrichment: enrichment, logger: logger)
-        } catch {
-            enrichment.shutdown()
-            throw error
-        }
+        let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         queue.tenants = tenants?.tenants
         let state = WorkerState()
         var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])

@@ -57,15 +57,6 @@ public struct Tenant: Sendable, Equatable {
 
     /// The cache namespace: tenants share results only when the file puts them in one group.
     public var cacheNamespace: String { cacheGroup.map { "group:" + $0 } ?? "tenant:" + name }
-
-    public static func == (a: Tenant, b: Tenant) -> Bool {
-        a.name == b.name && a.tokenHashes == b.tokenHashes && a.hosts == b.hosts && a.storePrefix == b.storePrefix
-            && a.publicBaseURL == b.publicBaseURL && a.maxDeadline == b.maxDeadline && a.rate == b.rate
-            && a.concurrency == b.concurrency && a.dailyDownloadBytes == b.dailyDownloadBytes && a.cacheGroup == b.cacheGroup
-            && a.apps == b.apps
-            && a.limits?.maxPixels == b.limits?.maxPixels && a.limits?.imageBytes == b.limits?.imageBytes
-            && a.limits?.videoBytes == b.limits?.videoBytes && a.limits?.audioBytes == b.limits?.audioBytes
-    }
 }
 
 /// Tokens as the tenants file keeps them: `sha256:` and the hex digest of the token's bytes.
@@ -105,13 +96,5 @@ public enum TenantToken {
         case 0x41...0x46: return c - 0x41 + 10
         default: return nil
         }
-    }
-
-    /// Equal in time that depends only on the lengths (the digests' are fixed).
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in 0..<a.count { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 }

@@ -51,7 +51,7 @@ public final class Tenants: Sendable {
         guard !token.isEmpty, let digest = try? SHA256.hash(Array(token)) else { return nil }
         var found: Tenant?
         for tenant in all {
-            for hash in tenant.tokenHashes where TenantToken.constantTimeEqual(hash, digest) { found = tenant }
+            for hash in tenant.tokenHashes where constantTimeEqual(hash, digest) { found = tenant }
         }
         return found
     }

@@ -243,12 +243,15 @@ public enum TenantsFile {
     }
 
     private static func isPrefix(_ s: String) -> Bool {
-        guard s.hasSuffix("/") else { return false }
-        return s.dropLast().split(separator: "/", omittingEmptySubsequences: false).allSatisfy { segment in
-            !segment.isEmpty && segment != "." && segment != ".."
-                && segment.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39)
-                    || $0 == 0x2d || $0 == 0x5f || $0 == 0x2e }
-        }
+        s.hasSuffix("/") && s.dropLast().split(separator: "/", omittingEmptySubsequences: false).allSatisfy(isPrefixSegment)
+    }
+
+    /// One segment of a store prefix: letters, digits, `-`, `_` and `.`, and not `.` or `..` (what
+    /// `/media/<prefix><name>` accepts, too).
+    public static func isPrefixSegment(_ segment: Substring) -> Bool {
+        !segment.isEmpty && segment != "." && segment != ".."
+            && segment.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39)
+                || $0 == 0x2d || $0 == 0x5f || $0 == 0x2e }
     }
 
     private static func error(_ error: YamlError) -> TenantsFileError {
