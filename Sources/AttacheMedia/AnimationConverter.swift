@@ -13,10 +13,14 @@ struct AnimationConverter {
     /// Tries before settling for a still; the smallest edge worth animating.
     private static let attempts = 4
     private static let smallestEdge = 64
+    /// A movie in a notification plays once, where the animation it came from loops: a short one
+    /// is written again after itself (its packets repeated, not encoded again) until it plays at
+    /// least this long.
+    static let playsAtLeast = 5.0
 
-    /// An H.264 movie of every frame, each shown for its own time, at most the movie edge: what
-    /// iOS plays in the expanded notification, a fraction of a big GIF's bytes. The thumbnail is the
-    /// first frame.
+    /// An H.264 movie of every frame, each shown for its own time (the last one too), at most the
+    /// movie edge, looped to `playsAtLeast`: what iOS plays in the expanded notification, a
+    /// fraction of a big GIF's bytes. The thumbnail is the first frame.
     func movie(_ bytes: UnsafeRawBufferPointer, settings: TranscodeSettings) throws -> ImageRendition {
         let edge = min(max(header.width, header.height), settings.maxEdge)
         let plan = pipeline.plan(header, options: options, edge: edge)
@@ -37,8 +41,8 @@ struct AnimationConverter {
             count += 1
         }
         guard let first, let writer else { throw MediaError(.invalidMedia, "\(header.format.rawValue): an animation without frames") }
-        let movie = try writer.finish()
-        let display = RenderedImage(bytes: movie.bytes, format: .mp4, width: movie.width, height: movie.height, frames: count)
+        let movie = try writer.finish(playing: Self.playsAtLeast)
+        let display = RenderedImage(bytes: movie.bytes, format: .mp4, width: movie.width, height: movie.height, frames: count * movie.loops)
         return try pipeline.finish(header: header, firstFrame: first, display: display, options: options)
     }
 

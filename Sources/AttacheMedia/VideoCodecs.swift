@@ -156,9 +156,11 @@ enum VideoCodecs {
             }
         }
 
-        func finish() throws -> TranscodeOutput {
+        /// `playing`: written again after itself until it plays at least this long (see
+        /// attache_movie_writer_finish).
+        func finish(playing: Double) throws -> TranscodeOutput {
             var out = attache_transcoded()
-            try VideoCodecs.check(attache_movie_writer_finish(writer, &out), &options, what: "movie")
+            try VideoCodecs.check(attache_movie_writer_finish(writer, playing, &out), &options, what: "movie")
             defer { attache_transcoded_free(&out) }
             return TranscodeOutput(out)
         }
@@ -220,6 +222,8 @@ struct TranscodeOutput {
     var width: Int
     var height: Int
     var frames: Int
+    /// Times an animation is written one after the other.
+    var loops: Int
     var videoEncoder: String?
     var audioEncoder: String?
 
@@ -229,6 +233,7 @@ struct TranscodeOutput {
         width = Int(out.width)
         height = Int(out.height)
         frames = Int(out.video_frames)
+        loops = max(1, Int(out.loops))
         videoEncoder = VideoCodecs.string(out.video_encoder).nilIfEmpty
         audioEncoder = VideoCodecs.string(out.audio_encoder).nilIfEmpty
     }

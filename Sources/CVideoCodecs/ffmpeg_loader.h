@@ -29,7 +29,7 @@
     X(avformat, av_stream_new_side_data) \
     X(swresample, swr_alloc_set_opts2) X(swresample, swr_init) X(swresample, swr_convert) X(swresample, swr_free) \
     X(swresample, swr_get_out_samples) \
-    X(avcodec, av_packet_alloc) X(avcodec, av_packet_free) X(avcodec, av_packet_unref) \
+    X(avcodec, av_packet_alloc) X(avcodec, av_packet_clone) X(avcodec, av_packet_free) X(avcodec, av_packet_unref) \
     X(avcodec, avcodec_alloc_context3) X(avcodec, avcodec_find_decoder) X(avcodec, avcodec_free_context) \
     X(avcodec, avcodec_get_name) X(avcodec, avcodec_open2) X(avcodec, avcodec_parameters_to_context) \
     X(avcodec, avcodec_receive_frame) X(avcodec, avcodec_send_packet) \

@@ -187,6 +187,16 @@ typedef struct {
     double interval;          // ticks between frames at the most frames a second (0: no bound)
     double due;               // the time the next frame is due
     int64_t frames;
+    // Frames whose time on screen the caller gave (an animation's): their packets carry it, so
+    // the last frame lasts its own time rather than none. Packets leave the encoder up to its
+    // lookahead later than their frames went in; a ring of the latest is enough.
+    int64_t shown_pts[512], shown_for[512];
+    unsigned shown;
+    // Set to keep a reference to every packet written (to write them again, looped).
+    int keeps;
+    AVPacket **kept;
+    size_t kept_count, kept_capacity;
+    int64_t kept_bytes;
 } video_encoder;
 
 /// `source`: the stream being transcoded, whose colour tags are kept (its pixels keep their
@@ -249,13 +259,42 @@ static attache_status video_encoder_open(video_encoder *v, output *o, const atta
 }
 
 static void video_encoder_close(video_encoder *v) {
+    for (size_t i = 0; i < v->kept_count; i++) FF(av_packet_free)(&v->kept[i]);
+    free(v->kept);
     if (v->sws) FF(sws_freeContext)(v->sws);
     FF(av_frame_free)(&v->frame);
     FF(avcodec_free_context)(&v->codec);
 }
 
-/// Sends the encoder's waiting packets to the muxer.
-static attache_status drain(AVCodecContext *c, AVStream *st, output *o, attache_media_options *options) {
+/// The time on screen given for the frame at `pts`, or 0.
+static int64_t shown_for(const video_encoder *v, int64_t pts) {
+    unsigned n = v->shown < 512 ? v->shown : 512;
+    for (unsigned i = 1; i <= n; i++) {
+        unsigned at = (v->shown - i) % 512;
+        if (v->shown_pts[at] == pts) return v->shown_for[at];
+    }
+    return 0;
+}
+
+/// A reference to a packet about to be written, for `v->kept`.
+static attache_status keep(video_encoder *v, const AVPacket *pkt) {
+    if (v->kept_count == v->kept_capacity) {
+        size_t grown = v->kept_capacity ? v->kept_capacity * 2 : 256;
+        AVPacket **kept = realloc(v->kept, grown * sizeof *kept);
+        if (!kept) return ATTACHE_ERR_NOMEM;
+        v->kept = kept;
+        v->kept_capacity = grown;
+    }
+    AVPacket *copy = FF(av_packet_clone)(pkt);
+    if (!copy) return ATTACHE_ERR_NOMEM;
+    v->kept[v->kept_count++] = copy;
+    v->kept_bytes += pkt->size;
+    return ATTACHE_OK;
+}
+
+/// Sends the encoder's waiting packets to the muxer. `v`: the video encoder whose packets these
+/// are (their shown times, the packets kept), or NULL.
+static attache_status drain(AVCodecContext *c, AVStream *st, output *o, video_encoder *v, attache_media_options *options) {
     AVPacket *pkt = FF(av_packet_alloc)();
     if (!pkt) return ATTACHE_ERR_NOMEM;
     attache_status status = ATTACHE_OK;
@@ -263,7 +302,9 @@ static attache_status drain(AVCodecContext *c, AVStream *st, output *o, attache_
         int rc = FF(avcodec_receive_packet)(c, pkt);
         if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) break;
         if (rc < 0) { status = attache_media_failure(options, rc, "encode"); break; }
+        if (v && pkt->duration <= 0 && v->shown > 0) pkt->duration = shown_for(v, pkt->pts);
         FF(av_packet_rescale_ts)(pkt, c->time_base, st->time_base);
+        if (v && v->keeps && (status = keep(v, pkt)) != ATTACHE_OK) break;
         pkt->stream_index = st->index;
         rc = output_write(o, pkt);
         if (rc < 0) { status = output_error(o, options, rc, "write"); break; }
@@ -274,12 +315,22 @@ static attache_status drain(AVCodecContext *c, AVStream *st, output *o, attache_
 
 /// Scales `source` (any format and size) into the encoder's frame and encodes it at `pts`
 /// (the encoder's time base); frames too close to the last one, or not after it, are dropped.
+/// `shown`: how long the frame is on screen, when the caller knows (else 0); a dropped frame's
+/// time goes to the frame before it.
 static attache_status video_encode(video_encoder *v, output *o, const uint8_t *const *planes, const int *strides, int width, int height,
-                                   enum AVPixelFormat format, enum AVColorSpace space, int full_range, int64_t pts,
+                                   enum AVPixelFormat format, enum AVColorSpace space, int full_range, int64_t pts, int64_t shown,
                                    attache_media_options *options) {
     // Frames are kept on a grid of due times (a tenth of a frame early is on time: timestamps
     // jitter); one that comes before its time is dropped, as is one not after the last kept.
-    if (v->last_pts != AV_NOPTS_VALUE && (pts <= v->last_pts || (double)pts < v->due - v->interval * 0.1)) return ATTACHE_OK;
+    if (v->last_pts != AV_NOPTS_VALUE && (pts <= v->last_pts || (double)pts < v->due - v->interval * 0.1)) {
+        if (shown > 0 && v->shown > 0) v->shown_for[(v->shown - 1) % 512] += shown;
+        return ATTACHE_OK;
+    }
+    if (shown > 0) {
+        v->shown_pts[v->shown % 512] = pts;
+        v->shown_for[v->shown % 512] = shown;
+        v->shown++;
+    }
     v->due = (v->last_pts == AV_NOPTS_VALUE || (double)pts > v->due + v->interval ? (double)pts : v->due) + v->interval;
     v->sws = FF(sws_getCachedContext)(v->sws, width, height, format, v->codec->width, v->codec->height, AV_PIX_FMT_YUV420P,
                                       SWS_BICUBIC, NULL, NULL, NULL);
@@ -303,7 +354,7 @@ static attache_status video_encode(video_encoder *v, output *o, const uint8_t *c
     rc = FF(avcodec_send_frame)(v->codec, v->frame);
     if (rc < 0) return attache_media_failure(options, rc, "encode");
     v->frames++;
-    return drain(v->codec, v->stream, o, options);
+    return drain(v->codec, v->stream, o, v, options);
 }
 
 typedef struct {
@@ -378,7 +429,7 @@ static attache_status audio_flush_fifo(audio_encoder *a, output *o, int final, a
         a->samples += n;
         rc = FF(avcodec_send_frame)(a->codec, a->frame);
         if (rc < 0) return attache_media_failure(options, rc, "encode audio");
-        attache_status s = drain(a->codec, a->stream, o, options);
+        attache_status s = drain(a->codec, a->stream, o, NULL, options);
         if (s != ATTACHE_OK) return s;
     }
     return ATTACHE_OK;
@@ -425,10 +476,10 @@ static attache_status audio_add(audio_encoder *a, output *o, AVFrame *f, int *do
     return status;
 }
 
-static attache_status finish_encoder(AVCodecContext *c, AVStream *st, output *o, attache_media_options *options) {
+static attache_status finish_encoder(AVCodecContext *c, AVStream *st, output *o, video_encoder *v, attache_media_options *options) {
     int rc = FF(avcodec_send_frame)(c, NULL);
     if (rc < 0 && rc != AVERROR_EOF) return attache_media_failure(options, rc, "encode");
-    return drain(c, st, o, options);
+    return drain(c, st, o, v, options);
 }
 
 static attache_status output_finish(output *o, attache_media_options *options, attache_transcoded *out) {
@@ -502,7 +553,7 @@ static attache_status video_frame(attache_media *m, route *r, video_encoder *v, 
     int full;
     enum AVPixelFormat format = attache_media_frame_format(f, &full);
     return video_encode(v, o, (const uint8_t *const *)f->data, f->linesize, f->width, f->height, format, f->colorspace, full,
-                        pts - r->start, m->options);
+                        pts - r->start, 0, m->options);
 }
 
 static attache_status decode_packet(attache_media *m, route *r, const AVPacket *pkt, AVFrame *frame, video_encoder *v,
@@ -604,7 +655,7 @@ attache_status attache_media_transcode(attache_media *m, const attache_transcode
         int ignored = 0;
         if (!routes[1].done) status = audio_add(&a, &o, NULL, &ignored, options);
         if (status == ATTACHE_OK) status = audio_flush_fifo(&a, &o, 1, options);
-        if (status == ATTACHE_OK) status = finish_encoder(a.codec, a.stream, &o, options);
+        if (status == ATTACHE_OK) status = finish_encoder(a.codec, a.stream, &o, NULL, options);
         if (status != ATTACHE_OK) goto done;
     }
     if (routes[0].mode == ATTACHE_STREAM_ENCODE) {
@@ -613,7 +664,7 @@ attache_status attache_media_transcode(attache_media *m, const attache_transcode
             status = ATTACHE_ERR_INVALID;
             goto done;
         }
-        status = finish_encoder(v.codec, v.stream, &o, options);
+        status = finish_encoder(v.codec, v.stream, &o, &v, options);
         if (status != ATTACHE_OK) goto done;
     }
     // A few damaged packets play as a glitch; more than one in twenty is a broken file, not a
@@ -687,6 +738,7 @@ attache_status attache_movie_writer_open(const attache_transcode_plan *plan, att
     attache_status status = output_open(&w->out, "mp4", plan->max_bytes, options);
     if (status == ATTACHE_OK) status = video_encoder_open(&w->video, &w->out, plan, (AVRational){ 1, 1000 }, NULL, options);
     if (status == ATTACHE_OK) status = output_start(&w->out, options);
+    w->video.keeps = 1;
     if (status != ATTACHE_OK) {
         attache_movie_writer_free(w);
         return status;
@@ -700,22 +752,56 @@ attache_status attache_movie_writer_add(attache_movie_writer *w, const attache_i
     const uint8_t *planes[4] = { frame->pixels, NULL, NULL, NULL };
     int strides[4] = { frame->width * frame->channels, 0, 0, 0 };
     attache_status s = video_encode(&w->video, &w->out, planes, strides, frame->width, frame->height,
-                                    frame->channels == 4 ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24, AVCOL_SPC_RGB, 1, w->at, w->options);
+                                    frame->channels == 4 ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24, AVCOL_SPC_RGB, 1, w->at, milliseconds > 0 ? milliseconds : 1,
+                                    w->options);
     w->at += milliseconds > 0 ? milliseconds : 1;
     return s;
 }
 
-attache_status attache_movie_writer_finish(attache_movie_writer *w, attache_transcoded *out) {
+/// The encoded animation written again `loops - 1` times after itself, each time later by its
+/// length: the packets as they are (every loop starts at the first, a keyframe), nothing encoded
+/// again. Fewer loops when the bytes would pass the target or the times would not rise.
+static attache_status write_loops(attache_movie_writer *w, int *loops) {
+    video_encoder *v = &w->video;
+    int64_t length = FF(av_rescale_q)(w->at, (AVRational){ 1, 1000 }, v->stream->time_base);
+    if (*loops < 2 || v->kept_count == 0 || length <= 0) { *loops = 1; return ATTACHE_OK; }
+    // Room for the index too, which grows with every packet.
+    int64_t room = w->out.bytes.max > 0 ? w->out.bytes.max * 9 / 10 : INT64_MAX;
+    int most = (int)(room / (v->kept_bytes + (int64_t)v->kept_count * 16 + 1));
+    if (*loops > most) *loops = most < 1 ? 1 : most;
+    int64_t last_dts = INT64_MIN, first_dts = v->kept[0]->dts;
+    for (size_t i = 0; i < v->kept_count; i++) if (v->kept[i]->dts > last_dts) last_dts = v->kept[i]->dts;
+    if (first_dts == AV_NOPTS_VALUE || first_dts + length <= last_dts) *loops = 1;
+    for (int k = 1; k < *loops; k++) {
+        for (size_t i = 0; i < v->kept_count; i++) {
+            AVPacket *again = FF(av_packet_clone)(v->kept[i]);
+            if (!again) return ATTACHE_ERR_NOMEM;
+            if (again->pts != AV_NOPTS_VALUE) again->pts += length * k;
+            if (again->dts != AV_NOPTS_VALUE) again->dts += length * k;
+            int rc = output_write(&w->out, again);
+            FF(av_packet_free)(&again);
+            if (rc < 0) return output_error(&w->out, w->options, rc, "write");
+        }
+    }
+    return ATTACHE_OK;
+}
+
+attache_status attache_movie_writer_finish(attache_movie_writer *w, double play_seconds, attache_transcoded *out) {
     memset(out, 0, sizeof *out);
     if (w->video.frames == 0) {
         snprintf(w->options->message, sizeof w->options->message, "no frames");
         return ATTACHE_ERR_INVALID;
     }
-    attache_status s = finish_encoder(w->video.codec, w->video.stream, &w->out, w->options);
+    attache_status s = finish_encoder(w->video.codec, w->video.stream, &w->out, &w->video, w->options);
+    int64_t play_ms = play_seconds > 0 && play_seconds < 3600 ? (int64_t)(play_seconds * 1000) : 0;
+    int loops = w->at > 0 && play_ms > w->at ? (int)((play_ms + w->at - 1) / w->at) : 1;
+    if (loops > 100) loops = 100;
+    if (s == ATTACHE_OK) s = write_loops(w, &loops);
     out->width = w->video.codec->width;
     out->height = w->video.codec->height;
-    out->video_frames = w->video.frames;
-    out->duration = (double)w->at / 1000;
+    out->video_frames = w->video.frames * loops;
+    out->loops = loops;
+    out->duration = (double)w->at * loops / 1000;
     snprintf(out->video_encoder, sizeof out->video_encoder, "%s", w->video.codec->codec->name);
     if (s == ATTACHE_OK) s = output_finish(&w->out, w->options, out);
     if (s != ATTACHE_OK) attache_transcoded_free(out);

@@ -112,10 +112,11 @@ import Testing
     }
 
     /// A GIF over the image cap (a 14 MB one, here one over a cap a third its size) and animations
-    /// iOS does not show become an H.264 movie of every frame, from the project's own decoders;
-    /// the thumbnail is the first frame.
-    @Test(arguments: [("movie.webp", 20, 0), ("animated.avif", 7, 0), ("gif-of-movie.webp", 20, 3)])
-    func animationsBecomeMovies(_ name: String, _ frames: Int, _ capDivisor: Int) throws {
+    /// iOS does not show become an H.264 movie of every frame, from the project's own decoders,
+    /// the last frame lasting its own time too, looped to play at least 5 s; the thumbnail is the
+    /// first frame.
+    @Test(arguments: [("movie.webp", 20, 2.0, 0), ("animated.avif", 7, 0.7, 0), ("gif-of-movie.webp", 20, 2.0, 3)])
+    func animationsBecomeMovies(_ name: String, _ frames: Int, _ seconds: Double, _ capDivisor: Int) throws {
         var bytes = Fixtures.bytes(name)
         var limits = MediaLimits()
         if name.hasPrefix("gif-of-") {
@@ -127,14 +128,29 @@ import Testing
         let pipeline = ImagePipeline(limits: limits)
         let rendition = try pipeline.render(bytes, header: pipeline.inspect(bytes), options: RenderOptions(transcode: TranscodeSettings()))
         let movie = try #require(rendition.display)
+        let loops = Int((AnimationConverter.playsAtLeast / seconds).rounded(.up))
         #expect(movie.format == .mp4)
-        #expect(movie.frames == frames)
+        #expect(movie.frames == frames * loops)
         #expect(rendition.convertedFrom == rendition.header.format)
         #expect(rendition.thumbnail.format == .jpeg)
         let facts = try played(ConvertedMovie(bytes: movie.bytes, format: .mp4, method: .transcode, duration: 0))
         #expect(facts.videoCodec == "h264")
-        #expect(facts.duration > 0.4)
+        #expect(abs(facts.duration - seconds * Double(loops)) < 0.01, "\(facts.duration) s")
         #expect(movie.bytes.count < bytes.count || capDivisor == 0)
+    }
+
+    /// Loops stop short of the target: a movie that would not fit looped eight times is looped
+    /// fewer times, whole loops only.
+    @Test func loopsStayWithinTheTarget() throws {
+        let bytes = Fixtures.bytes("animated.avif")
+        let pipeline = ImagePipeline()
+        let rendition = try pipeline.render(bytes, header: pipeline.inspect(bytes),
+                                            options: RenderOptions(transcode: TranscodeSettings(movieBytes: 5_000)))
+        let movie = try #require(rendition.display)
+        #expect(movie.bytes.count <= 5_000)
+        #expect(movie.frames % 7 == 0 && movie.frames > 7 && movie.frames < 56, "\(movie.frames) frames")
+        let facts = try played(ConvertedMovie(bytes: movie.bytes, format: .mp4, method: .transcode, duration: 0))
+        #expect(abs(facts.duration - 0.1 * Double(movie.frames)) < 0.01, "\(facts.duration) s")
     }
 
     @Test func withoutSettingsWebMIsStillRefused() throws {

@@ -85,6 +85,7 @@ typedef struct {
     double duration;        // seconds written
     int width, height;      // of the video written (0 without video)
     int64_t video_frames;
+    int loops;              // times an animation is written one after the other (0 or 1: once)
     char video_encoder[32]; // "copy", "libx264", ... ("" without video)
     char audio_encoder[32];
 } attache_transcoded;
@@ -102,6 +103,8 @@ void attache_transcoded_free(attache_transcoded *out);
 typedef struct attache_movie_writer attache_movie_writer;
 attache_status attache_movie_writer_open(const attache_transcode_plan *plan, attache_media_options *options, attache_movie_writer **out);
 attache_status attache_movie_writer_add(attache_movie_writer *writer, const attache_image *frame, int milliseconds);
-attache_status attache_movie_writer_finish(attache_movie_writer *writer, attache_transcoded *out);
+/// `play_seconds`: an animation shorter than this is written again after itself until it plays
+/// at least this long (as it would loop), while the bytes stay within the target.
+attache_status attache_movie_writer_finish(attache_movie_writer *writer, double play_seconds, attache_transcoded *out);
 void attache_movie_writer_free(attache_movie_writer *writer);
 #endif
