@@ -217,7 +217,7 @@ let package = Package(
         .target(
             name: "AttacheTesting",
             dependencies: [
-                "AttacheOrigin", "AttacheSupport", "CSpawn",
+                "AttacheOrigin", "AttacheSupport", "AttacheMedia", "CSpawn",
                 // The fake APNs and FCM upstreams: HTTP/2 servers that check tokens as Apple and Google do.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -276,7 +276,7 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheQueueWorkerTests",
-            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants",
+            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -36,6 +36,10 @@ extension Enrichment {
         public var transcode: TranscodeSettings? = TranscodeSettings()
         /// A result cache shared by every payload this enrichment handles (nil: none).
         public var cache: MediaCache.Configuration?
+        /// How long a payload whose movie or sound was still being converted at its deadline
+        /// waits for the conversion (`awaitingConversions`), which meanwhile goes on as the
+        /// cache's work; nil: it does not wait. Batch and worker wait, the service and relay not.
+        public var conversionWait: Duration?
         /// An HTTP proxy for media fetches; proxy environment variables are never used.
         public var proxy: String?
         /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
@@ -66,17 +70,21 @@ public struct Enrichment: Sendable {
     private let storeLocation: StoreLocation
     private let mediaDirectory: String
     private let publicBaseURL: String?
+    private let conversionWait: Duration?
 
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
-    /// and a sandboxed decoder cannot be started.
-    public init(configuration options: Enrichment.Configuration, logger: Logger = Logger(label: "attache")) throws {
+    /// and a sandboxed decoder cannot be started. `decoder`: one of the caller's own, in place of
+    /// the one `isolation` names.
+    public init(configuration options: Enrichment.Configuration, logger: Logger = Logger(label: "attache"),
+                decoder: (any MediaDecoder)? = nil) throws {
         // First: a helper that cannot sandbox itself stops the command before anything is made;
         // and the helpers do not outlive an enrichment that could not be made after all.
-        let pool = options.isolation == .process ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
+        let pool = options.isolation == .process && decoder == nil ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
         decoderPool = pool
         storeLocation = options.store
         mediaDirectory = options.mediaDirectory
         publicBaseURL = options.publicBaseURL
+        conversionWait = options.conversionWait
         do {
             scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
             let store: any MediaStore
@@ -98,11 +106,12 @@ public struct Enrichment: Sendable {
                 dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
                 render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize, transcode: options.transcode),
                 posterMode: options.posterMode,
-                rewriteSourceURLs: options.publicBaseURL != nil
+                rewriteSourceURLs: options.publicBaseURL != nil,
+                conversionTime: options.conversionWait
             )
             services = MediaServices(engine: engine, store: store, configuration: configuration,
                                      attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
-                                     maxMediaJobs: options.maxMediaJobs, decoder: decoderPool)
+                                     maxMediaJobs: options.maxMediaJobs, decoder: decoder ?? decoderPool)
         } catch {
             pool?.shutdown()
             throw error
@@ -134,6 +143,25 @@ public struct Enrichment: Sendable {
             return fcm
         }
         return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension(observer: observer, scope: scope) }
+    }
+
+    /// `first`, or better: when some of its movies or sounds were still being converted at its
+    /// deadline (a poster attached instead, or nothing), the payload is enriched again with
+    /// `conversionWait` as its deadline — joining the conversions, which went on as the cache's
+    /// work, or finding what they made — and that answer is taken when it has attached at least
+    /// as much and waits for nothing. Cancelled (a worker stopping), it ends with `first`.
+    public func awaitingConversions(_ first: Emission, bytes: [UInt8], identifier: String = "payload",
+                                    logger: Logger = ExtensionRuntime.silent, scope: EnrichmentScope = .unscoped) async -> Emission {
+        guard let wait = conversionWait, wait > .zero, first.report.attachments.contains(where: \.conversionPending),
+              !Task.isCancelled,
+              let again = try? await enrich(bytes, identifier: identifier, deadline: wait, logger: logger, scope: scope),
+              !again.report.attachments.contains(where: \.conversionPending),
+              again.report.attachments.count(where: { $0.outcome == .attached }) >= first.report.attachments.count(where: { $0.outcome == .attached })
+        else { return first }
+        var answer = again
+        answer.report.elapsedMs += first.report.elapsedMs
+        answer.report.deadlineMs = first.report.deadlineMs
+        return answer
     }
 
     /// A store beside the enrichment's own, under `prefix` (`acme/`: a sub-directory of the media

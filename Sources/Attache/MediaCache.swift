@@ -85,6 +85,8 @@ public final class MediaCache: Sendable {
         var warming = 0
         /// What a pending key can give already (a movie's poster while it is converted).
         var provisional: [String: CachedMedia] = [:]
+        /// Pending keys whose work is converting a movie or sound.
+        var converting: Set<String> = []
     }
 
     /// Thrown to waiters when the caller computing their key was cancelled: they try again.
@@ -267,10 +269,24 @@ public final class MediaCache: Sendable {
         state.withLock { $0.provisional[key] }
     }
 
+    /// Notes that the pending work for `key` is converting (until it ends): a payload that gave
+    /// up waiting for it can say that its media is still being made.
+    public func markConverting(_ key: String) {
+        state.withLock { s in
+            if case .pending? = s.slots[key] { s.converting.insert(key) }
+        }
+    }
+
+    /// Whether the work for `key` is converting now.
+    public func isConverting(_ key: String) -> Bool {
+        state.withLock { $0.converting.contains(key) }
+    }
+
     private func finish(_ key: String, with result: Result<CachedMedia, any Error>) {
         let expires = ContinuousClock.now + configuration.timeToLive
         let waiters = state.withLock { s -> [Waiter] in
             s.provisional[key] = nil
+            s.converting.remove(key)
             guard case .pending(let waiters)? = s.slots[key] else { return [] }
             switch result {
             case .success(let value):

@@ -15,14 +15,20 @@ extension MediaEnricher {
         /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
         /// so an unchanged device SDK fetches the checked file).
         public var rewriteSourceURLs: Bool
+        /// How long a conversion that ends past its work's deadline (as the cache's work, its
+        /// payload gone) still has to store what it made; nil: none, the work's deadline holds.
+        /// Set where payloads wait for their conversions (batch, worker).
+        public var conversionTime: Duration?
 
         public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
-                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false) {
+                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false,
+                    conversionTime: Duration? = nil) {
             self.dialects = dialects
             self.render = render
             self.limits = limits
             self.posterMode = posterMode
             self.rewriteSourceURLs = rewriteSourceURLs
+            self.conversionTime = conversionTime
         }
     }
 }
@@ -226,6 +232,10 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func attach(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async {
+        let key = cacheKey(media), cache = services.cache
+        // Set when this payload's own work starts converting (a payload waiting on another's work
+        // asks the cache).
+        let converting = Mutex(false)
         do {
             let entry: AttachmentEntry
             // A movie that is being converted offers its poster once the poster is stored; a payload
@@ -233,11 +243,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             // the cache's work, and the next payload gets the movie).
             let offered = Mutex<CachedMedia?>(nil)
             let cutoff = deadline - Self.posterMargin
-            if let cache = services.cache {
-                let key = cacheKey(media)
-                let offer: @Sendable (CachedMedia) -> Void = { poster in
-                    offered.withLock { $0 = poster }
-                    cache.offer(poster, for: key)
+            if let cache {
+                let offer: @Sendable (Interim) -> Void = { interim in
+                    switch interim {
+                    case .converting:
+                        converting.withLock { $0 = true }
+                        cache.markConverting(key)
+                    case .poster(let poster):
+                        offered.withLock { $0 = poster }
+                        cache.offer(poster, for: key)
+                    }
                 }
                 // A hit needs no race (the common case of a campaign: answered at once).
                 let settled: Settled
@@ -246,7 +261,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 } else {
                     settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } ?? cache.provisional(for: key) }) {
                         try await cache.value(for: key) { workDeadline in
-                            try await self.make(media, index: index, key: key, deadline: workDeadline ?? deadline, offer: offer)
+                            // Warm-through lengthens the payload's deadline, never shortens it.
+                            try await self.make(media, index: index, key: key, deadline: max(workDeadline ?? deadline, deadline), offer: offer)
                         }
                     }
                 }
@@ -265,7 +281,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 }
                 entry = cached.entry.with(id: media.id, options: media.options)
             } else {
-                let offer: @Sendable (CachedMedia) -> Void = { poster in offered.withLock { $0 = poster } }
+                let offer: @Sendable (Interim) -> Void = { interim in
+                    switch interim {
+                    case .converting: converting.withLock { $0 = true }
+                    case .poster(let poster): offered.withLock { $0 = poster }
+                    }
+                }
                 let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } }) {
                     let entry = try await self.fetchAndRender(media, index: index, deadline: deadline, offer: offer)
                     return (CachedMedia(entry: entry, kind: "", format: "", bytes: 0), .miss)
@@ -283,16 +304,28 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             let (reason, message) = Self.reason(for: error)
             if Task.isCancelled || error is CancellationError {
                 fail(index, .timeout, "cancelled at the deadline")
+                // Said so that a caller that waits for conversions (batch, worker) knows to.
+                if converting.withLock({ $0 }) || cache?.isConverting(key) == true {
+                    update(index) { $0.conversion = .object(JSONObject(["pending": .bool(true)])) }
+                }
             } else {
                 fail(index, reason, message, detail: (error as? MediaError)?.detail)
             }
         }
     }
 
+    /// What a movie's work has to offer before it is done.
+    enum Interim: Sendable {
+        /// The conversion is starting.
+        case converting
+        /// The poster, stored: an attachment of its own.
+        case poster(CachedMedia)
+    }
+
     /// The cache's work for a key: the result another replica sharing the store recorded, or the
     /// media fetched, rendered and stored here (and recorded for the others).
     private func make(_ media: MediaRequest, index: Int, key: String, deadline: ContinuousClock.Instant,
-                      offer: @escaping @Sendable (CachedMedia) -> Void) async throws -> CachedMedia {
+                      offer: @escaping @Sendable (Interim) -> Void) async throws -> CachedMedia {
         let name = try SharedResults.name(for: key), store = self.store
         let timeToLive = services.cache?.configuration.timeToLive ?? .zero
         if let record = await store.record(named: name, deadline: deadline),
@@ -303,7 +336,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let report = state.withLock { $0.reports[index] }
         let made = CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
         // Best effort: without the record, other replicas only fetch again.
-        try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name, deadline: deadline)
+        try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name,
+                                   deadline: storeDeadline(deadline, converted: report.conversion != nil))
         return made
     }
 
@@ -378,9 +412,18 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
     }
 
-    /// `offer`: told a movie's poster, stored, before its conversion starts.
+    /// The deadline of the writes after a movie's or sound's work: with a conversion, at least
+    /// `conversionTime` from now (the conversion may have outlasted the work's deadline, and what
+    /// it made is what the payloads waiting for it came for).
+    private func storeDeadline(_ deadline: ContinuousClock.Instant, converted: Bool) -> ContinuousClock.Instant {
+        guard converted, let time = services.configuration.conversionTime else { return deadline }
+        return max(deadline, .now + time)
+    }
+
+    /// `offer`: told when a movie's or sound's conversion starts, and a movie's poster, stored,
+    /// before that.
     private func fetchAndRender(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant,
-                                offer: (@Sendable (CachedMedia) -> Void)? = nil) async throws -> AttachmentEntry {
+                                offer: (@Sendable (Interim) -> Void)? = nil) async throws -> AttachmentEntry {
         let limits = self.limits
         let transcode = services.configuration.render.transcode
         // The media policy runs in the fetch engine on the first bytes; the format it sniffed
@@ -412,12 +455,13 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
         // A body shorter than the prefix was judged whole by the engine; none at all never was.
         guard let format = sniffed.value.withLock({ $0 }) else { throw MediaError(.invalidMedia, "an empty body") }
-        let (rendered, main, thumbnail) = try await services.mediaJobs.withPermit {
+        let (rendered, main, thumbnail, writes) = try await services.mediaJobs.withPermit {
             let rendered = format.kind == .image
                 ? try await renderImage(fetched, format: format, media: media, index: index)
                 : try await renderMovie(fetched, format: format, media: media, index: index, deadline: deadline, offer: offer)
-            let (main, thumbnail) = try await store(rendered, index: index, deadline: deadline)
-            return (rendered, main, thumbnail)
+            let writes = storeDeadline(deadline, converted: format.kind != .image && rendered.convertedFrom != nil)
+            let (main, thumbnail) = try await store(rendered, index: index, deadline: writes)
+            return (rendered, main, thumbnail, writes)
         }
         var thumbnailEntry: AttachmentEntry.Thumbnail?
         if let stored = thumbnail, let image = rendered.thumbnail {
@@ -425,7 +469,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
         var android: StoredMedia?
         if let image = rendered.android {
-            android = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: deadline)
+            android = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: writes)
         }
         var entry = AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
@@ -531,7 +575,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     private func renderMovie(_ fetched: FetchResult, format: MediaFormat, media: MediaRequest, index: Int,
-                             deadline: ContinuousClock.Instant, offer: (@Sendable (CachedMedia) -> Void)?) async throws -> Rendered {
+                             deadline: ContinuousClock.Instant, offer: (@Sendable (Interim) -> Void)?) async throws -> Rendered {
         let bytes = try await load(fetched, format: format, index: index)
         let start = ContinuousClock.now
         let offset = since()
@@ -550,6 +594,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             movie = try await render(first)
             if TranscodePlanner.converts(movie.facts, size: bytes.count, settings: settings) {
                 if let poster = movie.thumbnail { try await offerPoster(poster, media: media, deadline: deadline, offer) }
+                offer(.converting)
                 movie = try await render(options)
             }
         } else {
@@ -581,12 +626,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     /// The poster as an attachment of its own (a JPEG, its own thumbnail), stored, and offered.
     private func offerPoster(_ poster: RenderedImage, media: MediaRequest, deadline: ContinuousClock.Instant,
-                             _ offer: @Sendable (CachedMedia) -> Void) async throws {
+                             _ offer: @Sendable (Interim) -> Void) async throws {
         let stored = try await store.put(poster.bytes, fileExtension: poster.format.fileExtension, deadline: deadline)
         let entry = AttachmentEntry(id: media.id, url: stored.url, type: poster.format.uti, bytes: poster.bytes.count,
                                     width: poster.width, height: poster.height,
                                     thumbnail: .init(url: stored.url, width: poster.width, height: poster.height), options: media.options)
-        offer(CachedMedia(entry: entry, kind: MediaKind.image.rawValue, format: poster.format.rawValue, bytes: poster.bytes.count))
+        offer(.poster(CachedMedia(entry: entry, kind: MediaKind.image.rawValue, format: poster.format.rawValue, bytes: poster.bytes.count)))
     }
 }
 

@@ -62,8 +62,16 @@ public struct AttachmentReport: Sendable, Equatable {
     public var redirects: Int?
     /// The format the media came in when what was attached is a conversion (`heic`, `webp`, …).
     public var convertedFrom: String?
-    /// How a movie or sound was made playable (method, encoders, the seconds kept when cut).
+    /// How a movie or sound was made playable (method, encoders, the seconds kept when cut), or
+    /// `{"pending": true}` when it was still being made as the payload went out.
     public var conversion: JSONValue?
+
+    /// The movie or sound was still being converted when the payload went out (its poster, or
+    /// nothing, attached instead).
+    public var conversionPending: Bool {
+        if case .object(let o)? = conversion, case .bool(true)? = o["pending"] { return true }
+        return false
+    }
     /// The Android copy's URL, for an FCM send request.
     public var androidURL: String?
     /// `hit`, `miss` or `shared` when a result cache is in use.

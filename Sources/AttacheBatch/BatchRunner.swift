@@ -148,7 +148,8 @@ public struct BatchRunner: Sendable {
         {
             if let problem = item.unreadable { return (index, .rejected(PayloadError(.unreadable, problem))) }
             do throws(PayloadError) {
-                return (index, .emitted(try await enrichment.enrich(item.bytes, identifier: item.name)))
+                let first = try await enrichment.enrich(item.bytes, identifier: item.name)
+                return (index, .emitted(await enrichment.awaitingConversions(first, bytes: item.bytes, identifier: item.name)))
             } catch {
                 return (index, .rejected(error))
             }

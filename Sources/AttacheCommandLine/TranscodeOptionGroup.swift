@@ -41,3 +41,18 @@ public struct TranscodeOptionGroup: ParsableArguments {
         return try settings.flag(noTranscode, "ATTACHE_NO_TRANSCODE") ? nil : t
     }
 }
+
+/// How long batch and worker hold a payload whose movie or sound is still being converted at its
+/// deadline: the commands that run conversions to completion.
+public struct ConversionWaitOptionGroup: ParsableArguments {
+    @Option(help: "How long a payload whose movie or sound is still being converted at its deadline waits for the conversion (it then goes out with the movie); 0: it goes out at its deadline with the poster, the conversion going on for the next payload [ATTACHE_CONVERSION_WAIT, default 10m].", transform: parseDuration)
+    var conversionWait: Duration?
+
+    public init() {}
+
+    /// The wait; nil for 0.
+    public func wait(_ settings: Settings = Settings()) throws -> Duration? {
+        let wait = try settings.duration(conversionWait, "ATTACHE_CONVERSION_WAIT", option: "--conversion-wait", default: .seconds(600), positive: false)
+        return wait > .zero ? wait : nil
+    }
+}

@@ -46,6 +46,8 @@ struct Batch: AsyncParsableCommand {
 
     @OptionGroup var enrich: EnrichOptionGroup
 
+    @OptionGroup var conversions: ConversionWaitOptionGroup
+
     struct Shard: Sendable {
         var index: Int
         var count: Int
@@ -58,8 +60,12 @@ struct Batch: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(level: .warning)
         var options = try enrich.options()
-        // One batch, one cache: a URL named by a thousand payloads is fetched once.
-        options.cache = MediaCache.Configuration(timeToLive: .seconds(86_400), maxEntries: 1_000_000)
+        options.conversionWait = try conversions.wait()
+        // One batch, one cache: a URL named by a thousand payloads is fetched once. Work goes on
+        // past its payload's deadline as in the service (warm-through), so that a conversion the
+        // payload waits for is not cut off at that deadline.
+        options.cache = MediaCache.Configuration(timeToLive: .seconds(86_400), maxEntries: 1_000_000,
+                                                 warmThrough: options.conversionWait == nil ? nil : .seconds(30))
         let source = BatchInput.at(input)
         let outputIsDirectory: Bool = {
             if case .directory = source { return !output.hasSuffix(".jsonl") && !output.hasSuffix(".json") }

@@ -171,6 +171,9 @@ public final class NATSMessage: @unchecked Sendable {
 
     /// Not done: deliver it again after `delay`.
     public func nak(delay: Duration) { _ = attache_nats_nak(handle, Int64(delay.milliseconds)) }
+
+    /// Still being worked on: the stream waits a whole ack wait again before delivering it again.
+    public func inProgress() { _ = attache_nats_in_progress(handle) }
 }
 
 /// C strings for optional Swift strings, alive for `body`.

@@ -109,7 +109,8 @@ public struct QueueWorker: Service {
                     for message in messages {
                         started += 1
                         group.addTask {
-                            await handle(message, connection: connection, publishers: publishers)
+                            await handle(message, connection: connection, publishers: publishers,
+                                         stopping: { progress.stopping.load(ordering: .relaxed) })
                             progress.finished.add(1, ordering: .releasing)
                             completed.yield()
                         }
@@ -142,8 +143,9 @@ public struct QueueWorker: Service {
         return (connection, subscription, window)
     }
 
-    /// One message in, one out, then the ack.
-    func handle(_ message: NATSMessage, connection: NATSConnection, publishers: BlockingPool) async {
+    /// One message in, one out, then the ack. `stopping`: whether the worker is shutting down (a
+    /// payload waiting for a conversion then goes out as it is).
+    func handle(_ message: NATSMessage, connection: NATSConnection, publishers: BlockingPool, stopping: @escaping @Sendable () -> Bool) async {
         let metadata = message.metadata
         let sourceID = message.header("Nats-Msg-Id") ?? metadata.map { String($0.streamSequence) } ?? "unknown"
         let bytes = message.data
@@ -182,7 +184,8 @@ public struct QueueWorker: Service {
             } else if remaining <= .zero {
                 try enrichment.passOn(bytes, reason: .timeout)
             } else {
-                try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope)
+                await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope),
+                                          of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
             downloaded = emission.report.downloadedBytes
             metrics.request(emission.report, tenant: tenant?.name)
@@ -207,6 +210,39 @@ public struct QueueWorker: Service {
             logger.warning("publish failed; the message will be redelivered", metadata: ["attache.source_id": "\(sourceID)", "error": "\(error)"])
             queueMetrics.publishFailures.increment()
             message.nak(delay: .seconds(1))
+        }
+    }
+
+    /// `first` with the conversions it went out without waited for (`Enrichment.awaitingConversions`):
+    /// meanwhile the message is kept from redelivery by in-progress acks, each a third of the ack
+    /// wait after the last; when the worker stops, the wait ends with `first`.
+    func awaitingConversions(_ first: Emission, of message: NATSMessage, identifier: String, scope: EnrichmentScope,
+                             stopping: @escaping @Sendable () -> Bool) async -> Emission {
+        guard first.report.attachments.contains(where: \.conversionPending) else { return first }
+        let enrichment = self.enrichment, interval = configuration.ackWait / 3
+        return await withTaskGroup(of: Emission?.self) { group in
+            group.addTask {
+                await enrichment.awaitingConversions(first, bytes: message.data, identifier: identifier, scope: scope)
+            }
+            group.addTask {
+                var last = ContinuousClock.now
+                while !Task.isCancelled && !stopping() {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    if last.duration(to: .now) >= interval {
+                        message.inProgress()
+                        last = .now
+                    }
+                }
+                return nil
+            }
+            // The wait's answer; the watch ends first only when the worker stops, which cancels the
+            // wait (it then answers `first`).
+            var answer = first
+            while let next = await group.next() {
+                group.cancelAll()
+                if let next { answer = next }
+            }
+            return answer
         }
     }
 

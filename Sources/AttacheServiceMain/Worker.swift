@@ -77,6 +77,8 @@ struct Worker: LongRunningCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
+    @OptionGroup(title: "Conversion options") var conversions: ConversionWaitOptionGroup
+
     /// What the worker runs with, read from the flags, then the environment: `run` starts it,
     /// `attache config worker` prints it.
     struct Setup {
@@ -112,6 +114,7 @@ struct Worker: LongRunningCommand {
 
         var options = try enrich.options(settings)
         options.cache = try cache.configuration(settings)
+        options.conversionWait = try conversions.wait(settings)
         queue.deadline = options.deadlinePolicy
         return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) },
                      tenantsFile: tenants.path(settings))

@@ -212,6 +212,10 @@ int attache_nats_nak(attache_nats_msg *m, int64_t delay_ms) {
     return natsMsg_NakWithDelay(msg_of(m), delay_ms, NULL) == NATS_OK ? 0 : -1;
 }
 
+int attache_nats_in_progress(attache_nats_msg *m) {
+    return natsMsg_InProgress(msg_of(m), NULL) == NATS_OK ? 0 : -1;
+}
+
 void attache_nats_msg_free(attache_nats_msg *m) {
     natsMsg_Destroy(msg_of(m));
 }

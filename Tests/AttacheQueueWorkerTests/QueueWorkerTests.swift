@@ -1,6 +1,7 @@
 import Attache
 import AttacheFetch
 import AttacheOrigin
+import AttachePayload
 import AttacheSupport
 import AttacheTenants
 import AttacheTesting
@@ -17,14 +18,20 @@ import Testing
     /// ATTACHE_OUT, is handed to `body` through `outputs`.
     func withWorker(_ server: NATSServer, origin: Origin, deadline: Duration = Fixtures.generousDeadline,
                     policy: DeadlinePolicy? = nil, tenants: [Tenant]? = nil, maxDeliver: Int? = nil,
+                    conversions: (decoder: HeldConversions, wait: Duration, ackWait: Duration)? = nil,
                     _ body: (NATSConnection) async throws -> Void) async throws {
         var options = Enrichment.Configuration()
         options.mediaDirectory = try makeTempDirectory()
         options.allowedAddresses = [CIDR("127.0.0.1/32")!]
         options.deadline = deadline
-        options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: nil)
-        let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
+        options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: conversions == nil ? nil : .seconds(30))
+        options.conversionWait = conversions?.wait
+        let enrichment = try Enrichment(configuration: options, logger: Self.quiet, decoder: conversions?.decoder)
         var configuration = QueueWorker.Configuration(nats: NATSOptions(url: server.url))
+        if let conversions {
+            configuration.ackWait = conversions.ackWait
+            configuration.publishTimeout = .seconds(1)
+        }
         configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
         if let tenants { configuration.tenants = try Tenants(tenants, makeScope: Tenants.scope(in: enrichment)) }
         if let maxDeliver { configuration.maxDeliver = maxDeliver }
@@ -107,6 +114,34 @@ import Testing
                 #expect(bad?.outcome == "fallback; reason=invalid-payload")
                 #expect(bad?.bytes == Array("not json".utf8))
                 // One download for forty payloads: the cache.
+                #expect(origin.statistics.requests == 1)
+            }
+        }
+    }
+
+    /// A message whose movie is still being converted at its deadline waits for the conversion,
+    /// for longer than the ack wait: in-progress acks keep the stream from delivering it again
+    /// (a redelivery, already late, would put the original out first, and the movie's publish
+    /// would then be dropped as a duplicate).
+    @Test func aMessageWaitsForItsConversionPastTheAckWait() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        let decoder = HeldConversions()
+        defer { decoder.release() }
+        try await NATSServer.with { server in
+            try await withWorker(server, origin: origin, deadline: .seconds(3),
+                                 conversions: (decoder, wait: .seconds(120), ackWait: .seconds(6))) { client in
+                let payload = #"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#
+                try await publish(client, Array(payload.utf8), id: "clip")
+                // Held past two ack waits.
+                try await Task.sleep(for: .seconds(14))
+                #expect(decoder.conversions.withLock { $0 } == 1)
+                decoder.release()
+                let out = try await outputs(client, count: 1)
+                #expect(out.count == 1)
+                #expect(out.first?.outcome == "enriched")
+                let attachment = try Payload(bytes: try #require(out.first?.bytes)).root["attachments"]?.arrayValue?.first?.objectValue
+                #expect(attachment?["type"]?.stringValue == "public.mpeg-4")
                 #expect(origin.statistics.requests == 1)
             }
         }

@@ -63,6 +63,36 @@ import Glibc
         #expect(out.enumerated().allSatisfy { i, line in line.contains("\"n\":\(i)}") || line.contains("\"n\":\(i),") })
     }
 
+    /// Batch runs conversions to completion: payloads whose movie is still being converted at
+    /// their deadline wait for it, and go out with the movie — one download and one conversion
+    /// for all of them.
+    @Test func payloadsWaitForTheirConversions() async throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let dir = try makeTempDirectory()
+        var payloads = (0..<3).map { i in #"{"aps":{"alert":"c\#(i)","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"# }
+        payloads.append(#"{"aps":{"alert":"i","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/img/0.png"}"#)
+        try writeBytes("\(dir)/in.jsonl", Array((payloads.joined(separator: "\n") + "\n").utf8))
+        let decoder = HeldConversions()
+        // Time enough to start the conversion on a busy machine (a full parallel test run).
+        let enrichment = try PosterFirstTests.waitingEnrichment(decoder, deadline: .seconds(8))
+        defer { enrichment.shutdown() }
+        // Released once every payload's deadline has passed.
+        let release = Task {
+            try await Task.sleep(for: .seconds(9))
+            decoder.release()
+        }
+        defer { release.cancel() }
+        let configuration = BatchRunner.Configuration(input: .jsonLines("\(dir)/in.jsonl"), output: "\(dir)/out.jsonl", concurrency: 4)
+        let progress = try await BatchRunner(configuration: configuration, enrichment: enrichment).run()
+        #expect(progress.outcomes["enriched"] == 4)
+        let out = try lines("\(dir)/out.jsonl")
+        #expect(out.count == 4)
+        #expect(out.prefix(3).allSatisfy { $0.contains("public.mpeg-4") && !$0.contains("public.jpeg") })
+        #expect(origin.statistics.requestsByPath["/clip-vp9.webm"] == 1)
+        #expect(decoder.conversions.withLock { $0 } == 1)
+    }
+
     @Test func aRejectedLineIsReportedWithItsNumberAndTheBatchGoesOn() async throws {
         let origin = try Self.origin()
         defer { origin.stop() }

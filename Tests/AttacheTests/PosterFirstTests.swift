@@ -9,22 +9,6 @@ import AttacheTesting
 import Synchronization
 import Testing
 
-/// A decoder whose conversions wait until the test lets them go: a conversion that outlasts a
-/// deadline, whatever the machine's speed.
-final class HeldConversions: MediaDecoder {
-    let inner = InProcessDecoder()
-    let conversions = Mutex(0)
-    let released = Mutex(false)
-
-    func decode(_ job: DecodeJob) async throws -> DecodeResult {
-        if case .movie(_, _, let options, _, _, _) = job, options.transcode != nil, options.convertsNow {
-            conversions.withLock { $0 += 1 }
-            while !released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        return try await inner.decode(job)
-    }
-}
-
 /// A movie that must be converted, and whose conversion outlasts the payload's deadline: the
 /// payload gets the movie's poster in time; the conversion goes on as the cache's work; the next
 /// payload for the URL gets the movie.
@@ -68,5 +52,94 @@ final class HeldConversions: MediaDecoder {
         #expect(third.report.attachments.first?.cache == "hit")
         #expect(origin.statistics.requestsByPath["/clip-vp9.webm"] == 1)
         #expect(decoder.conversions.withLock { $0 } == 1)  // one conversion for the three
+    }
+
+    /// An enrichment as batch and the worker run it: a cache whose work goes on past a payload's
+    /// deadline, and payloads that wait for their conversions.
+    static func waitingEnrichment(_ decoder: HeldConversions, wait: Duration? = .seconds(120), deadline: Duration = .seconds(10)) throws -> Enrichment {
+        var options = Enrichment.Configuration()
+        options.deadline = deadline
+        options.mediaDirectory = try makeTempDirectory()
+        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.cache = MediaCache.Configuration(warmThrough: .seconds(30))
+        options.conversionWait = wait
+        return try Enrichment(configuration: options, logger: ExtensionRuntime.silent, decoder: decoder)
+    }
+
+    static func payload(_ origin: Origin, _ name: String) -> [UInt8] {
+        Array(#"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/\#(name)"}"#.utf8)
+    }
+
+    /// Batch and the worker run conversions to completion: a payload that went out with the poster
+    /// at its deadline is enriched again once the conversion (still the first one) has ended, and
+    /// gets the movie.
+    @Test func aPayloadThatWaitsForItsConversionGetsTheMovie() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        let decoder = HeldConversions()
+        let enrichment = try Self.waitingEnrichment(decoder)
+        defer { enrichment.shutdown() }
+        let payload = Self.payload(origin, "clip-vp9.webm")
+        let first = try await enrichment.enrich(payload, deadline: .seconds(5))
+        #expect(first.report.attachments.first?.conversionPending == true)
+        #expect(first.report.attachments.first?.outcome == .attached)  // the poster
+
+        async let waited = enrichment.awaitingConversions(first, bytes: payload)
+        try await Task.sleep(for: .milliseconds(300))
+        decoder.release()
+        let answer = await waited
+        #expect(answer.outcome == .enriched)
+        let movie = try #require(try Payload(bytes: answer.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(movie["type"]?.stringValue == "public.mpeg-4")
+        #expect(movie["converted-from"]?.stringValue == "webm")
+        #expect(answer.report.attachments.first?.conversionPending == false)
+        #expect(answer.report.elapsedMs > first.report.elapsedMs)
+        #expect(origin.statistics.requestsByPath["/clip-vp9.webm"] == 1)
+        #expect(decoder.conversions.withLock { $0 } == 1)
+    }
+
+    /// A sound has no poster: at its deadline the payload has nothing, and says the sound is being
+    /// converted; waiting, it gets the sound.
+    @Test func aSoundStillBeingConvertedIsWaitedFor() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        let decoder = HeldConversions()
+        let enrichment = try Self.waitingEnrichment(decoder)
+        defer { enrichment.shutdown() }
+        let payload = Self.payload(origin, "voice.opus")
+        // Time enough to start the conversion on a busy machine (a full parallel test run).
+        let first = try await enrichment.enrich(payload, deadline: .seconds(8))
+        #expect(first.outcome == .fallback && first.reason == .timeout)
+        #expect(first.bytes == payload)
+        #expect(first.report.attachments.first?.conversionPending == true)
+
+        decoder.release()
+        let answer = await enrichment.awaitingConversions(first, bytes: payload)
+        #expect(answer.outcome == .enriched)
+        let sound = try #require(try Payload(bytes: answer.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(sound["type"]?.stringValue == "public.mpeg-4-audio")
+        #expect(decoder.conversions.withLock { $0 } == 1)
+    }
+
+    /// A wait that is cancelled (a worker stopping), or not configured (the service), answers with
+    /// the payload as it first went out.
+    @Test func aWaitCancelledOrNotWantedAnswersTheFirstPayload() async throws {
+        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        defer { origin.stop() }
+        let decoder = HeldConversions()
+        defer { decoder.release() }
+        for wait in [Duration.seconds(120), nil] {
+            let enrichment = try Self.waitingEnrichment(decoder, wait: wait)
+            defer { enrichment.shutdown() }
+            let payload = Self.payload(origin, "clip-vp9.webm")
+            let first = try await enrichment.enrich(payload, deadline: .seconds(5))
+            #expect(first.report.attachments.first?.conversionPending == true)
+            let waiting = Task { await enrichment.awaitingConversions(first, bytes: payload) }
+            try await Task.sleep(for: .milliseconds(300))
+            waiting.cancel()
+            let answer = await waiting.value
+            #expect(answer.bytes == first.bytes)
+            #expect(answer.report.attachments.first?.conversionPending == true)
+        }
     }
 }

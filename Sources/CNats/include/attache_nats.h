@@ -58,6 +58,8 @@ const char *attache_nats_msg_header(attache_nats_msg *msg, const char *key);
 int attache_nats_msg_meta(attache_nats_msg *msg, attache_nats_meta *meta);
 int attache_nats_ack(attache_nats_msg *msg);
 int attache_nats_nak(attache_nats_msg *msg, int64_t delay_ms);
+/// Still being worked on: the stream's ack wait starts again.
+int attache_nats_in_progress(attache_nats_msg *msg);
 void attache_nats_msg_free(attache_nats_msg *msg);
 
 /// Publishes to JetStream and waits for the stream's acknowledgement. `headers` is `count` pairs
