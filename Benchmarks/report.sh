@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
-benches=${BENCHES:-thumbnail render fetch poster transcode serve batch deadline store worker isolation relay}
+benches=${BENCHES:-thumbnail render fetch poster transcode serve batch deadline store worker isolation relay lab}
 # Only a run of every benchmark is the document; some of them are printed instead.
 out=${2:-$([ -z "${BENCHES:-}" ] && echo docs/benchmarks.md || echo /dev/stdout)}
 work=$(mktemp -d)
