@@ -25,21 +25,37 @@ struct AnimationConverter {
         let edge = min(max(header.width, header.height), settings.maxEdge)
         let plan = pipeline.plan(header, options: options, edge: edge)
         let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
-        var writer: VideoCodecs.MovieWriter?
-        var first: Pixels?
-        var count = 0
-        while let (pixels, milliseconds) = try frames.next() {
-            if first == nil { first = pixels }
-            let sized = try pipeline.sized(pixels, clip: nil, edge: edge, orientation: header.orientation)
-            if writer == nil {
-                // The length is known only at the end: the first frame's time for each frame is the guess.
-                let seconds = Double(max(milliseconds, 20) * header.frames) / 1000
-                writer = try VideoCodecs.MovieWriter(plan: TranscodePlanner.animation(width: sized.width, height: sized.height, frames: header.frames, seconds: seconds,
-                                                                                      settings: settings), abort: abort)
+        // Frames are decoded and sized on a second thread while this one encodes those before
+        // them: decoding is most of the work that is not the encoder's, and the encoder's own
+        // threads leave a core room for it. A few frames ahead at most (each is a whole canvas).
+        let handoff = Handoff<(first: Pixels?, sized: Pixels, milliseconds: Int)>(capacity: 3)
+        let (_, (first, writer, count)) = try concurrently({
+            defer { handoff.close() }
+            var index = 0
+            while let (pixels, milliseconds) = try frames.next() {
+                let sized = try pipeline.sized(pixels, clip: nil, edge: edge, orientation: header.orientation)
+                guard handoff.put((index == 0 ? pixels : nil, sized, milliseconds)) else { return }
+                index += 1
             }
-            try writer?.add(sized, milliseconds: milliseconds)
-            count += 1
-        }
+        }, {
+            // The decoding stops when encoding fails.
+            defer { handoff.close() }
+            var writer: VideoCodecs.MovieWriter?
+            var first: Pixels?
+            var count = 0
+            while let (pixels, sized, milliseconds) = handoff.take() {
+                if first == nil { first = pixels }
+                if writer == nil {
+                    // The length is known only at the end: the first frame's time for each frame is the guess.
+                    let seconds = Double(max(milliseconds, 20) * header.frames) / 1000
+                    writer = try VideoCodecs.MovieWriter(plan: TranscodePlanner.animation(width: sized.width, height: sized.height, frames: header.frames,
+                                                                                          seconds: seconds, settings: settings), abort: abort)
+                }
+                try writer?.add(sized, milliseconds: milliseconds)
+                count += 1
+            }
+            return (first, writer, count)
+        })
         guard let first, let writer else { throw MediaError(.invalidMedia, "\(header.format.rawValue): an animation without frames") }
         let movie = try writer.finish(playing: Self.playsAtLeast)
         let display = RenderedImage(bytes: movie.bytes, format: .mp4, width: movie.width, height: movie.height, frames: count * movie.loops)

@@ -171,27 +171,36 @@ static attache_status draw_frame(GifFileType *gif, ColorMapObject *map, int tran
     const int sw = gif->SWidth, sh = gif->SHeight;
     GifImageDesc *d = &gif->Image;
     static const int offsets[] = { 0, 4, 2, 1 }, steps[] = { 8, 8, 4, 2 };
+    // The palette as whole pixels, all 256 indices, in the canvas's byte order: transparent and
+    // out-of-table indices are 0 (alpha 0, which no drawn pixel has), and leave the canvas as it was.
+    uint32_t colours[256];
+    for (int i = 0; i < 256; i++) {
+        GifColorType c = i < map->ColorCount ? map->Colors[i] : (GifColorType){ 0, 0, 0 };
+        uint8_t p[4] = { c.Red, c.Green, c.Blue, 255 };
+        memcpy(&colours[i], p, 4);
+        if (i == transparent || i >= map->ColorCount) colours[i] = 0;
+    }
+    // The columns of the frame on the screen, once for every row.
+    const int x0 = d->Left < 0 ? -d->Left : 0;
+    const int x1 = d->Left + d->Width > sw ? sw - d->Left : d->Width;
     int passes = d->Interlace ? 4 : 1;
-    int rows_done = 0;
+    int rows_done = 0, holes = 0;
     for (int pass = 0; pass < passes; pass++) {
         int start = d->Interlace ? offsets[pass] : 0, step = d->Interlace ? steps[pass] : 1;
         for (int y = start; y < d->Height; y += step) {
             if (DGifGetLine(gif, line, d->Width) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
             int cy = d->Top + y;
-            if (cy < 0 || cy >= sh) continue;
-            uint8_t *row = canvas + (size_t)cy * sw * 4;
-            for (int x = 0; x < d->Width; x++) {
-                int cx = d->Left + x;
-                if (cx < 0 || cx >= sw) continue;
-                int index = line[x];
-                if (index == transparent || index >= map->ColorCount) { *any_transparent = 1; continue; }
-                GifColorType c = map->Colors[index];
-                uint8_t *p = row + cx * 4;
-                p[0] = c.Red; p[1] = c.Green; p[2] = c.Blue; p[3] = 255;
+            if (cy < 0 || cy >= sh || x1 <= x0) continue;
+            uint8_t *row = canvas + ((size_t)cy * sw + d->Left) * 4;
+            for (int x = x0; x < x1; x++) {
+                uint32_t v = colours[line[x]];
+                if (v) memcpy(row + (size_t)x * 4, &v, 4);
+                else holes = 1;
             }
             if ((++rows_done & 31) == 0 && should_abort(options)) return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
         }
     }
+    if (holes) *any_transparent = 1;
     return ATTACHE_OK;
 }
 

@@ -122,4 +122,44 @@ func usleepish() {
             _ = try concurrently({ () throws -> Int in throw Failed(side: "side") }, { () throws -> Int in throw Failed(side: "main") })
         }
     }
+
+    /// A handoff keeps the order, never lets the producer more than its capacity ahead, and a
+    /// consumer that closes it early frees the producer.
+    @Test func aHandoffIsOrderedBoundedAndClosable() throws {
+        let handoff = Handoff<Int>(capacity: 3)
+        let ahead = Mutex(0)
+        let (_, taken) = try concurrently({
+            defer { handoff.close() }
+            for i in 0..<200 {
+                guard handoff.put(i) else { return }
+                ahead.withLock { $0 += 1 }
+            }
+        }, { () -> [Int] in
+            var taken: [Int] = []
+            var most = 0
+            while let i = handoff.take() {
+                most = max(most, ahead.withLock { $0 } - taken.count)
+                taken.append(i)
+                if taken.count % 50 == 0 { usleepish() }
+            }
+            #expect(most <= 4)  // 3 waiting, and one counted just before it was taken
+            return taken
+        })
+        #expect(taken == Array(0..<200))
+
+        let early = Handoff<Int>(capacity: 2)
+        let put = Mutex(0)
+        let (_, first) = try concurrently({
+            for i in 0..<1_000 {
+                guard early.put(i) else { return }
+                put.withLock { $0 += 1 }
+            }
+        }, { () -> Int? in
+            defer { early.close() }
+            return early.take()
+        })
+        #expect(first == 0)
+        #expect(put.withLock { $0 } < 1_000)
+    }
 }
+
