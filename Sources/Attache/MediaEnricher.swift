@@ -471,6 +471,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let image = rendered.android {
             android = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: writes)
         }
+        var gif: AttachmentEntry.Copy?
+        if let image = rendered.gif {
+            let stored = try await store.put(image.bytes, fileExtension: image.format.fileExtension, deadline: writes)
+            gif = .init(url: stored.url, width: image.width, height: image.height, bytes: image.bytes.count)
+        }
         var entry = AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
             width: rendered.width, height: rendered.height, frames: rendered.frames, duration: rendered.duration,
@@ -478,6 +483,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             options: media.options
         )
         entry.androidURL = android?.url
+        entry.gif = gif
         return entry
     }
 
@@ -520,6 +526,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var thumbhash: String?
         var convertedFrom: MediaFormat?
         var android: RenderedImage?
+        var gif: RenderedImage?
     }
 
     /// The body where it is (its file mapped when it spilled: decoded in place, or handed to a
@@ -567,7 +574,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
                             height: display.height, frames: display.frames > 1 ? display.frames : nil, thumbnail: rendition.thumbnail,
-                            thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom, android: rendition.android)
+                            thumbhash: rendition.thumbhash, convertedFrom: rendition.convertedFrom, android: rendition.android,
+                            gif: rendition.gif)
         }
         return Rendered(main: try await original(bytes), original: fetched.body, format: header.format, uti: header.format.uti, width: header.displayWidth,
                         height: header.displayHeight, frames: header.frames > 1 ? header.frames : nil,

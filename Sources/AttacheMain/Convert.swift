@@ -27,7 +27,8 @@ struct Convert: AsyncParsableCommand {
     func run() async throws {
         guard let settings = try transcode.settings() else { throw ValidationError("--no-transcode leaves nothing to do") }
         let input = try InputFile(file)
-        let options = RenderOptions(makesDisplayCopy: true, transcode: settings)
+        var options = RenderOptions(makesDisplayCopy: true, transcode: settings)
+        options.keepsGIFCopy = false  // one file out: the movie
         let start = ContinuousClock.now
         do {
             // In this process the mapped file is read where it is (no copy of a 20 MB GIF or a

@@ -1,9 +1,11 @@
 import AttacheSupport
 
 /// An animated WebP or AVIF, which iOS does not show, or a GIF over Apple's image cap, as an H.264
-/// movie (`movie`) or, when movies are not made, as an animated GIF that iOS shows (`render`): at most the display size, and within the cap — a first try that comes out too large is redone
-/// smaller (by the measured overshoot) and, when that is not enough, with every other frame (their
-/// time kept). When nothing fits, a still of the first frame.
+/// movie (`movie`, with a GIF copy of a small WebP or AVIF) or, when movies are not made, as an
+/// animated GIF that iOS shows (`render`): at most the display size, and within the cap — a first
+/// try that comes out too large is redone smaller (by the measured overshoot) and, when that is
+/// not enough, with every other frame (their time kept). When nothing fits, a still of the first
+/// frame (`render`), or no copy (`movie`).
 struct AnimationConverter {
     let pipeline: ImagePipeline
     let header: ImageHeader
@@ -59,17 +61,45 @@ struct AnimationConverter {
         guard let first, let writer else { throw MediaError(.invalidMedia, "\(header.format.rawValue): an animation without frames") }
         let movie = try writer.finish(playing: Self.playsAtLeast)
         let display = RenderedImage(bytes: movie.bytes, format: .mp4, width: movie.width, height: movie.height, frames: count * movie.loops)
-        return try pipeline.finish(header: header, firstFrame: first, display: display, options: options)
+        var rendition = try pipeline.finish(header: header, firstFrame: first, display: display, options: options)
+        if keepsGIFCopy { rendition.gif = try fittingGIF(bytes)?.gif }
+        return rendition
+    }
+
+    /// The most pixels, all frames together at the display size, of an animation given a GIF copy:
+    /// a GIF's palettes take about 50 ns a pixel here, so about a second's work.
+    static let mostGIFCopyPixels = 20_000_000
+
+    /// A GIF copy is kept when asked for and when one can be made cheaply: from an animated WebP
+    /// or AVIF (a GIF over the cap has none: it did not fit, and fitting it would take seconds),
+    /// of few pixels.
+    private var keepsGIFCopy: Bool {
+        guard options.keepsGIFCopy, header.format != .gif else { return false }
+        let scale = min(1, Double(options.displaySize) / Double(max(header.width, header.height, 1)))
+        let pixels = Double(header.width) * Double(header.height) * scale * scale * Double(max(header.frames, 1))
+        return pixels <= Double(Self.mostGIFCopyPixels)
     }
 
     func render(_ bytes: UnsafeRawBufferPointer) throws -> ImageRendition {
+        if let (gif, first) = try fittingGIF(bytes) {
+            return try pipeline.finish(header: header, firstFrame: first, display: gif, options: options)
+        }
+        let plan = pipeline.plan(header, options: options, edge: options.displaySize)
+        let first = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
+        let still = try pipeline.encode(pipeline.sized(first, clip: nil, edge: options.displaySize, orientation: header.orientation),
+                                        quality: options.jpegQuality)
+        return try pipeline.finish(header: header, firstFrame: first, display: still, options: options)
+    }
+
+    /// The animation as a GIF within the image cap, with its first frame; nil when no try fits.
+    private func fittingGIF(_ bytes: UnsafeRawBufferPointer) throws -> (gif: RenderedImage, first: Pixels)? {
         let budget = pipeline.limits.imageBytes
         var edge = min(max(header.width, header.height), options.displaySize)
         var step = 1
         for _ in 0..<Self.attempts {
             switch try animate(bytes, edge: edge, step: step, budget: budget) {
-            case .made(let rendition):
-                return rendition
+            case .made(let gif, let first):
+                return (gif, first)
             case .tooLarge(let estimate):
                 let ratio = Double(budget) / Double(max(estimate, 1)) * 0.85
                 if ratio < 0.5 && header.frames / step >= 4 {
@@ -81,15 +111,11 @@ struct AnimationConverter {
             }
             if edge < Self.smallestEdge { break }
         }
-        let plan = pipeline.plan(header, options: options, edge: options.displaySize)
-        let first = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
-        let still = try pipeline.encode(pipeline.sized(first, clip: nil, edge: options.displaySize, orientation: header.orientation),
-                                        quality: options.jpegQuality)
-        return try pipeline.finish(header: header, firstFrame: first, display: still, options: options)
+        return nil
     }
 
     private enum Attempt {
-        case made(ImageRendition)
+        case made(gif: RenderedImage, first: Pixels)
         /// What the whole GIF would have taken, estimated from the frames written when it stopped.
         case tooLarge(estimate: Int)
     }
@@ -131,6 +157,6 @@ struct AnimationConverter {
         let sized = pending?.pixels
         let display = RenderedImage(bytes: gif, format: .gif, width: sized?.width ?? first.width, height: sized?.height ?? first.height,
                                     frames: written)
-        return .made(try pipeline.finish(header: header, firstFrame: first, display: display, options: options))
+        return .made(gif: display, first: first)
     }
 }

@@ -28,6 +28,9 @@ public struct RenderOptions: Sendable {
     /// False: a movie that needs converting is judged as convertible and given its poster, but not
     /// converted yet (the poster can be attached while the conversion runs as a job of its own).
     public var convertsNow = true
+    /// An animation made into a movie also gets a GIF copy within the image cap, when one fits
+    /// (iOS plays a GIF attachment by itself, looping); false: the movie alone (`attache convert`).
+    public var keepsGIFCopy = true
 
     public init(thumbnailSize: Int = 320, displaySize: Int = 1080, clip: MediaOptions.ClipRect? = nil, jpegQuality: Int = 80,
                 makesDisplayCopy: Bool = true, androidSize: Int? = nil, transcode: TranscodeSettings? = nil) {
@@ -56,13 +59,17 @@ public struct ImageRendition: Sendable {
     public var thumbhash: String?
     /// The Android copy, when `RenderOptions.androidSize` asked for one.
     public var android: RenderedImage?
+    /// An animation's GIF copy beside the movie made of it (`RenderOptions.keepsGIFCopy`).
+    public var gif: RenderedImage?
 
-    public init(header: ImageHeader, thumbnail: RenderedImage, display: RenderedImage?, thumbhash: String? = nil, android: RenderedImage? = nil) {
+    public init(header: ImageHeader, thumbnail: RenderedImage, display: RenderedImage?, thumbhash: String? = nil, android: RenderedImage? = nil,
+                gif: RenderedImage? = nil) {
         self.header = header
         self.thumbnail = thumbnail
         self.display = display
         self.thumbhash = thumbhash
         self.android = android
+        self.gif = gif
     }
 
     /// The source format, when what goes to the device is a copy in another format (a HEIC's

@@ -11,6 +11,20 @@ public struct AttachmentEntry: Sendable, Equatable {
         }
     }
 
+    /// Another file of the same media: an animation's GIF copy beside its movie.
+    public struct Copy: Sendable, Equatable {
+        public var url: String
+        public var width: Int
+        public var height: Int
+        public var bytes: Int
+        public init(url: String, width: Int, height: Int, bytes: Int) {
+            self.url = url
+            self.width = width
+            self.height = height
+            self.bytes = bytes
+        }
+    }
+
     public var id: String
     public var url: String
     /// A UTI: `public.jpeg`, `public.png`, `com.compuserve.gif`, `public.mpeg-4`, …
@@ -27,6 +41,9 @@ public struct AttachmentEntry: Sendable, Equatable {
     public var convertedFrom: String?
     /// The Android copy made for an FCM send request; never in the APNs payload.
     public var androidURL: String?
+    /// When `url` is a movie made of an animation: the animation as a GIF within Apple's image
+    /// cap, which iOS plays by itself, looping (an app may attach it instead).
+    public var gif: Copy?
     public var options: MediaOptions
 
     public init(id: String, url: String, type: String, bytes: Int, width: Int? = nil, height: Int? = nil,
@@ -59,6 +76,11 @@ public struct AttachmentEntry: Sendable, Equatable {
                   frames: int("frames"), duration: o["duration"]?.doubleValue, thumbnail: thumbnail,
                   thumbhash: o["thumbhash"]?.stringValue, convertedFrom: o["converted-from"]?.stringValue)
         androidURL = o["android-url"]?.stringValue
+        if let g = o["gif"]?.objectValue {
+            guard let url = g["url"]?.stringValue, let width = int("width", in: g), let height = int("height", in: g),
+                  let bytes = int("bytes", in: g) else { return nil }
+            gif = Copy(url: url, width: width, height: height, bytes: bytes)
+        }
     }
 
     /// The same media attached under another payload's id and options.
@@ -70,8 +92,8 @@ public struct AttachmentEntry: Sendable, Equatable {
     }
 
     /// How much to leave out when the payload is over budget: 0 is everything, each level
-    /// drops more of what a device can do without (the placeholder hash, byte counts and what it
-    /// was converted from, sizes, then the thumbnail).
+    /// drops more of what a device can do without (the placeholder hash and the GIF copy, byte
+    /// counts and what it was converted from, sizes, then the thumbnail).
     public static let trimLevels = 4
 
     /// `record`: with what stays out of payloads (the Android copy's URL), for the shared results.
@@ -94,6 +116,9 @@ public struct AttachmentEntry: Sendable, Equatable {
             o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
         }
         if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
+        if trim < 1, let gif {
+            o["gif"] = .object(JSONObject(["url": .string(gif.url), "width": .int(gif.width), "height": .int(gif.height), "bytes": .int(gif.bytes)]))
+        }
         if record, let androidURL { o["android-url"] = .string(androidURL) }
         if let rect = options.clippingRect {
             o["thumbnail-clipping-rect"] = .object(JSONObject([

@@ -54,6 +54,19 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect((isolated.thumbnail.width, isolated.thumbnail.height) == (local.thumbnail.width, local.thumbnail.height))
     }
 
+    /// An animation's movie and its GIF copy come back from a helper as they are made here.
+    @Test func anAnimationsMovieAndGIFCopyComeBack() async throws {
+        let pool = try await makePool()
+        defer { pool.shutdown() }
+        let bytes = Fixtures.bytes("animated.avif")
+        let options = RenderOptions(transcode: TranscodeSettings())
+        let isolated = try await pool.image(bytes, format: nil, options: options, limits: limits).rendition
+        let local = try await InProcessDecoder().image(bytes, format: nil, options: options, limits: limits).rendition
+        #expect(isolated.display?.format == .mp4 && isolated.display?.frames == local.display?.frames)
+        #expect(isolated.gif?.format == .gif)
+        #expect(isolated.gif?.bytes == local.gif?.bytes)
+    }
+
     /// A download that spilled to disk goes to a helper as a read-only descriptor that it maps:
     /// the same renditions as its bytes, for an image, a movie and a probe, and the descriptor
     /// is gone once the job is done.

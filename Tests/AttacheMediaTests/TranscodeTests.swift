@@ -137,6 +137,26 @@ import Testing
         #expect(facts.videoCodec == "h264")
         #expect(abs(facts.duration - seconds * Double(loops)) < 0.01, "\(facts.duration) s")
         #expect(movie.bytes.count < bytes.count || capDivisor == 0)
+        // Beside a WebP's or AVIF's movie, a GIF copy within the image cap, every frame; a GIF
+        // over the cap has none.
+        if name.hasPrefix("gif-of-") {
+            #expect(rendition.gif == nil)
+        } else {
+            let gif = try #require(rendition.gif)
+            #expect(gif.format == .gif && gif.frames == frames)
+            #expect(gif.bytes.count <= limits.imageBytes)
+            #expect(try ImagePipeline().inspect(gif.bytes).frames == frames)
+        }
+    }
+
+    /// `attache convert` writes the movie alone.
+    @Test func aMovieAloneWhenNoCopyIsWanted() throws {
+        let bytes = Fixtures.bytes("animated.avif")
+        var options = RenderOptions(transcode: TranscodeSettings())
+        options.keepsGIFCopy = false
+        let rendition = try ImagePipeline().render(bytes, header: ImagePipeline().inspect(bytes), options: options)
+        #expect(rendition.display?.format == .mp4)
+        #expect(rendition.gif == nil)
     }
 
     /// Loops stop short of the target: a movie that would not fit looped eight times is looped

@@ -49,6 +49,24 @@ import Testing
         #expect(await eventually { h.temporaryFiles().isEmpty })
     }
 
+    /// An animated WebP goes to the device as a movie, with a GIF copy of it beside (iOS plays a
+    /// GIF attachment by itself): both stored, the copy within Apple's image cap.
+    @Test func anAnimationsMovieHasAGIFCopy() async throws {
+        let (h, e) = try Harness.started()
+        defer { h.stop(e) }
+        let emission = try await e.enrich(h.sample("animated-webp.json"))
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(entry["type"]?.stringValue == "public.mpeg-4")
+        let gif = try #require(entry["gif"]?.objectValue)
+        let url = try #require(gif["url"]?.stringValue)
+        #expect(url.hasPrefix("file://\(h.mediaDirectory)/") && url.hasSuffix(".gif"))
+        let stored = try readFile(String(url.dropFirst("file://".count)))
+        #expect(gif["bytes"]?.doubleValue == Double(stored.count) && stored.count <= MediaLimits().imageBytes)
+        #expect(Array(stored.prefix(6)) == Array("GIF89a".utf8))
+        #expect(gif["width"]?.doubleValue == 320 && gif["height"]?.doubleValue == 240)
+    }
+
     /// A HEIC goes to the device as the JPEG made from it; the entry and the report say so, and
     /// the entry carries the thumbnail's placeholder hash.
     @Test func aConvertedImageSaysWhatItWas() async throws {

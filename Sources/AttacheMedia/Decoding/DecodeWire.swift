@@ -234,6 +234,7 @@ package enum DecodeWire {
             if let display = rendition.display { o["display"] = image(display) }
             if let hash = rendition.thumbhash { o["thumbhash"] = .string(hash) }
             if let android = rendition.android { o["android"] = image(android) }
+            if let gif = rendition.gif { o["gif"] = image(gif) }
             o["inspect_ms"] = .exact(inspectMs)
             o["render_ms"] = .exact(renderMs)
         case let .success(.movie(movie)):
@@ -276,7 +277,8 @@ package enum DecodeWire {
         case "image":
             guard let thumbnail = try image("thumbnail") else { throw WireError("an image result without a thumbnail") }
             let rendition = ImageRendition(header: try header(o.object("header")), thumbnail: thumbnail, display: try image("display"),
-                                           thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil, android: try image("android"))
+                                           thumbhash: o.has("thumbhash") ? try o.string("thumbhash") : nil, android: try image("android"),
+                                           gif: try image("gif"))
             return .image(rendition, inspectMs: try o.double("inspect_ms"), renderMs: try o.double("render_ms"))
         case "movie":
             var converted: ConvertedMovie?
@@ -298,6 +300,7 @@ package enum DecodeWire {
         if let c = r.clip { o["clip"] = .array([.exact(c.x), .exact(c.y), .exact(c.width), .exact(c.height)]) }
         if let size = r.androidSize { o["android_size"] = .int(size) }
         if !r.convertsNow { o["converts_later"] = .bool(true) }
+        if !r.keepsGIFCopy { o["no_gif_copy"] = .bool(true) }
         if let t = r.transcode {
             o["transcode"] = .object(JSONObject([
                 "movie_bytes": .int(t.movieBytes), "sound_bytes": .int(t.soundBytes), "keep_seconds": .exact(t.keepSeconds),
@@ -326,6 +329,7 @@ package enum DecodeWire {
                                     jpegQuality: try o.int("jpeg_quality"), makesDisplayCopy: try o.bool("display_copy"),
                                     androidSize: o.has("android_size") ? try o.int("android_size") : nil, transcode: transcode)
         options.convertsNow = try !(o.has("converts_later") && o.bool("converts_later"))
+        options.keepsGIFCopy = try !(o.has("no_gif_copy") && o.bool("no_gif_copy"))
         return options
     }
 
