@@ -4,12 +4,12 @@ public enum MediaKind: String, Sendable {
 
 /// A container format, recognised by its magic bytes — never by Content-Type or extension.
 public enum MediaFormat: String, Sendable, CaseIterable {
-    case jpeg, png, gif, webp, heic, avif, jxl, mp4, mov, m4a, avi, mpeg, mpegts, webm, mp3, wav, aiff, ogg, flac
+    case jpeg, png, gif, webp, heic, avif, jxl, mp4, mov, m4a, avi, mpeg, mpegts, webm, mkv, mp3, wav, aiff, ogg, flac
 
     public var kind: MediaKind {
         switch self {
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return .image
-        case .mp4, .mov, .avi, .mpeg, .mpegts, .webm: return .video
+        case .mp4, .mov, .avi, .mpeg, .mpegts, .webm, .mkv: return .video
         case .m4a, .mp3, .wav, .aiff, .ogg, .flac: return .audio
         }
     }
@@ -31,6 +31,7 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         case .mpeg: return "public.mpeg"
         case .mpegts: return "public.mpeg-2-transport-stream"
         case .webm: return "org.webmproject.webm"
+        case .mkv: return "org.matroska.mkv"
         case .mp3: return "public.mp3"
         case .wav: return "com.microsoft.waveform-audio"
         case .aiff: return "public.aiff-audio"
@@ -56,6 +57,7 @@ public enum MediaFormat: String, Sendable, CaseIterable {
         case .mpeg: return "video/mpeg"
         case .mpegts: return "video/mp2t"
         case .webm: return "video/webm"
+        case .mkv: return "video/x-matroska"
         case .mp3: return "audio/mpeg"
         case .wav: return "audio/wav"
         case .aiff: return "audio/aiff"
@@ -78,7 +80,7 @@ public enum MediaFormat: String, Sendable, CaseIterable {
     public var isSupportedByIOS: Bool {
         switch self {
         case .jpeg, .png, .gif, .mp4, .mov, .m4a, .avi, .mpeg, .mp3, .wav, .aiff: return true
-        case .webp, .heic, .avif, .jxl, .webm, .mpegts, .ogg, .flac: return false
+        case .webp, .heic, .avif, .jxl, .webm, .mkv, .mpegts, .ogg, .flac: return false
         }
     }
 
@@ -110,7 +112,7 @@ public enum Sniffer {
         if ascii(0, "RIFF") && ascii(8, "AVI ") { return .avi }
         if ascii(0, "RIFF") && ascii(8, "WAVE") { return .wav }
         if ascii(0, "FORM") && (ascii(8, "AIFF") || ascii(8, "AIFC")) { return .aiff }
-        if at(0, [0x1A, 0x45, 0xDF, 0xA3]) { return .webm }  // EBML: WebM and Matroska
+        if at(0, [0x1A, 0x45, 0xDF, 0xA3]) { return docType(b) == "webm" ? .webm : .mkv }  // EBML: WebM or Matroska
         if at(0, [0x00, 0x00, 0x01, 0xBA]) { return .mpeg }
         if ascii(0, "OggS") { return .ogg }  // Opus, Vorbis, FLAC (or Theora) in Ogg
         if ascii(0, "fLaC") { return .flac }
@@ -120,6 +122,20 @@ public enum Sniffer {
         if b.count >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0 && (b[1] & 0x06) != 0 { return .mp3 }  // MPEG audio frame sync
         if ascii(4, "moov") || ascii(4, "mdat") || ascii(4, "wide") || ascii(4, "free") { return .mov }
         return nil
+    }
+
+    /// An EBML header's DocType (`webm`, `matroska`): the element 0x4282, its one-byte size, its
+    /// text. Nil when the header does not say within the prefix (read as Matroska, the general one).
+    private static func docType(_ b: [UInt8]) -> String? {
+        let header = b.prefix(64)
+        guard let at = header.indices.first(where: { $0 + 2 < header.endIndex && header[$0] == 0x42 && header[$0 + 1] == 0x82 }) else {
+            return nil
+        }
+        let size = Int(header[at + 2])
+        guard size & 0x80 != 0 else { return nil }  // a one-byte size, as every muxer writes it
+        let length = size & 0x7F, start = at + 3
+        guard start + length <= b.count else { return nil }
+        return String(decoding: b[start..<start + length], as: UTF8.self)
     }
 
     private static func isoBrand(_ b: [UInt8]) -> MediaFormat? {

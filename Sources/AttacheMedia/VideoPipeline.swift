@@ -105,7 +105,7 @@ public struct VideoPipeline: Sendable {
         case .mp3: return "mp3"
         case .wav: return "wav"
         case .aiff: return "aiff"
-        case .webm: return "matroska"
+        case .webm, .mkv: return "matroska"
         case .ogg: return "ogg"
         case .flac: return "flac"
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: return nil
@@ -246,8 +246,8 @@ public struct VideoPipeline: Sendable {
             if audio != "mp3" { facts.unsupportedBecause = "\(audio) audio in an MP3 file" }
         case .wav, .aiff:
             if !audio.hasPrefix("pcm_") { facts.unsupportedBecause = "\(audio) audio in \(format.rawValue)" }
-        case .webm:
-            facts.unsupportedBecause = "\(video.isEmpty ? audio : video) in WebM/Matroska is not played by iOS"
+        case .webm, .mkv:
+            facts.unsupportedBecause = "\(video.isEmpty ? audio : video) in \(format == .webm ? "WebM" : "Matroska") is not played by iOS"
         case .mpegts:
             facts.unsupportedBecause = "MPEG transport streams are not attachments iOS plays"
         case .ogg, .flac:

@@ -26,7 +26,13 @@ import Testing
         #expect(Sniffer.sniff(Array("ID3\u{3}".utf8)) == .mp3)
         #expect(Sniffer.sniff(Array("RIFF\0\0\0\0WAVEfmt ".utf8)) == .wav)
         #expect(Sniffer.sniff(Array("FORM\0\0\0\0AIFF".utf8)) == .aiff)
-        #expect(Sniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F]) == .webm)
+        // EBML: WebM or Matroska by the header's DocType; Matroska when it says nothing.
+        let ebml: [UInt8] = [0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01, 0x42, 0x82]
+        #expect(Sniffer.sniff(ebml + [0x84] + Array("webm".utf8)) == .webm)
+        #expect(Sniffer.sniff(ebml + [0x88] + Array("matroska".utf8)) == .mkv)
+        #expect(Sniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F]) == .mkv)
+        #expect(Sniffer.sniff(Fixtures.bytes("clip-vp9.webm")) == .webm)
+        #expect(Sniffer.sniff(Fixtures.bytes("clip-h264.mkv")) == .mkv)
         #expect(Sniffer.sniff([0xFF, 0x0A, 0xFA, 0x1F]) == .jxl)  // JPEG XL codestream
         #expect(Sniffer.sniff([0, 0, 0, 0x0C] + Array("JXL ".utf8) + [0x0D, 0x0A, 0x87, 0x0A]) == .jxl)  // and container
         #expect(Sniffer.sniff(ftyp("msf1", ["heic"])) == .heic)

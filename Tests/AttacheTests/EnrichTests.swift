@@ -454,7 +454,7 @@ import Testing
     /// Movies and sounds iOS does not play arrive as ones it does, with the stage in the report.
     @Test(arguments: [
         ("webm.json", "public.mpeg-4", "webm", "transcode"), ("voice-note.json", "public.mpeg-4-audio", "ogg", "transcode"),
-        ("mkv.json", "public.mpeg-4", "webm", "remux"),
+        ("mkv.json", "public.mpeg-4", "mkv", "remux"),
     ])
     func convertedMoviesAndSoundsAreAttached(_ name: String, _ type: String, _ from: String, _ method: String) async throws {
         let (h, e) = try Harness.started()
