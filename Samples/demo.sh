@@ -42,3 +42,4 @@ mkdir -p attache-media/converted
 "$bin" convert Samples/media/clip-vp9.webm -o attache-media/converted/first-second.mp4 --movie-max-bytes 40000 --movie-keep 1s
 "$bin" convert Samples/media/sound.wav -o attache-media/converted/sound.m4a --sound-max-bytes 20000
 "$bin" convert Samples/media/movie.webp -o attache-media/converted/movie.mp4
+"$bin" convert Samples/media/animated.gif -o attache-media/converted/animated.mp4 --image-max-bytes 1000

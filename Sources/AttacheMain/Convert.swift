@@ -21,14 +21,25 @@ struct Convert: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Where the converted file goes (.mp4 or .m4a).")
     var output: String
 
+    @Option(help: "Most bytes of an animated GIF the device gets as it is; over it, the GIF becomes a movie (default Apple's 10 MB, at most that).")
+    var imageMaxBytes: Int?
+
     @OptionGroup var transcode: TranscodeOptionGroup
     @OptionGroup var isolation: IsolationOptionGroup
+
+    func validate() throws {
+        if let bytes = imageMaxBytes, !(1_000...MediaLimits().imageBytes).contains(bytes) {
+            throw ValidationError("--image-max-bytes must be between 1000 and \(MediaLimits().imageBytes)")
+        }
+    }
 
     func run() async throws {
         guard let settings = try transcode.settings() else { throw ValidationError("--no-transcode leaves nothing to do") }
         let input = try InputFile(file)
         var options = RenderOptions(makesDisplayCopy: true, transcode: settings)
         options.keepsGIFCopy = false  // one file out: the movie
+        var limits = MediaLimits()
+        if let imageMaxBytes { limits.imageBytes = imageMaxBytes }
         let start = ContinuousClock.now
         do {
             // In this process the mapped file is read where it is (no copy of a 20 MB GIF or a
@@ -41,9 +52,9 @@ struct Convert: AsyncParsableCommand {
                 let rendition: ImageRendition
                 if let pool {
                     rendition = try await pool.image(.memory(input.withUnsafeBytes { Array($0) }), format: nil, options: options,
-                                                     limits: MediaLimits()).rendition
+                                                     limits: limits).rendition
                 } else {
-                    let pipeline = ImagePipeline()
+                    let pipeline = ImagePipeline(limits: limits)
                     rendition = try input.withUnsafeBytes { try pipeline.render($0, header: try pipeline.inspect($0), options: options) }
                 }
                 answer["from"] = .string(rendition.header.format.rawValue)

@@ -156,6 +156,11 @@ check "convert: a playable file is left alone" "grep -q '\"method\":\"none\"' $t
 "$bin" convert Samples/media/hostile/255-channels.wav -o "$tmp/x.m4a" > /dev/null 2> "$tmp/convert3.err"
 code=$?
 check "convert: a hostile sound is exit 1 with its reason" "[ $code = 1 ] && grep -q '255 audio channels' $tmp/convert3.err"
+# An animated GIF over its cap (here a lowered one) becomes a looping H.264 movie of every frame.
+"$bin" convert Samples/media/animated.gif -o "$tmp/gif.mp4" --image-max-bytes 1000 > "$tmp/convert4.json"
+check "convert: a GIF over its cap becomes an MP4" "grep -q '\"method\":\"transcode\"' $tmp/convert4.json"
+check "convert: the GIF's movie plays, looped to 5.6 s" "\"$bin\" probe $tmp/gif.mp4 | grep -q '\"verdict\":\"supported\"' && [ \"\$(ffprobe -v error -show_entries format=duration -of csv=p=0 $tmp/gif.mp4)\" = 5.600000 ]"
+check "convert: --image-max-bytes is bounded" "! \"$bin\" convert Samples/media/animated.gif -o $tmp/x.mp4 --image-max-bytes 20000000 2>/dev/null"
 check "probe --encoders names the H.264 encoder" "\"$bin\" probe --encoders | grep -q '\"h264\":\"lib'"
 
 finish cli
