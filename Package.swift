@@ -43,9 +43,10 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CGIF", providers: [.apt(["libgif-dev"])]),
         // The images iOS does not show, converted: HEIC, AVIF (stills and sequences), WebP, JPEG XL.
-        // libavif and libjxl without pkg-config: their .pc files add only defines for Windows DLLs
-        // and highway, which SwiftPM refuses with a warning on every build.
-        .systemLibrary(name: "CHEIF", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        // libheif, libavif and libjxl: headers only, the libraries loaded with dlopen on first use
+        // (CImageCodecs/modern_loader.h), so no pkg-config (whose --libs would link them; libavif's
+        // and libjxl's .pc files also add defines SwiftPM refuses with a warning on every build).
+        .systemLibrary(name: "CHEIF", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CAVIF", providers: [.apt(["libavif-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
         .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
@@ -67,8 +68,8 @@ let package = Package(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG", "CGIF", "CHEIF", "CAVIF", "CWebP", "CJXL"],
             linkerSettings: [
-                .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif"), .linkedLibrary("heif"),
-                .linkedLibrary("avif"), .linkedLibrary("webpdemux"), .linkedLibrary("webp"), .linkedLibrary("jxl"),
+                .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif"),
+                .linkedLibrary("webpdemux"), .linkedLibrary("webp"), .linkedLibrary("dl"),
             ]
         ),
         // The decoder helper's sandbox: rlimits, no new privileges, a libseccomp filter.

@@ -56,11 +56,13 @@ func answer(_ frame: WireFrame) {
 _ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
 _ = mallopt(M_TRIM_THRESHOLD, 128 << 20)
 
-// Everything that opens files happens before the filter: FFmpeg's libraries (dlopen).
+// Everything that opens files happens before the filter: FFmpeg's libraries, libheif, libavif
+// and libjxl (dlopen).
 var message = [CChar](repeating: 0, count: 256)
 var failure: String?
 do {
     try VideoPipeline.loadLibraries()
+    try ImagePipeline.loadLibraries()
 } catch {
     failure = "\(error)"
 }

@@ -39,7 +39,7 @@ public final class FetchEngine: Sendable {
             lowSpeedLimit: Int = 1024,
             lowSpeedTime: Int = 3,
             proxy: String? = nil,
-            userAgent: String = "Attache/0.1",
+            userAgent: String = "Attache/\(AttacheVersion.string)",
             memoryThreshold: Int = 8 << 20,
             tempDirectory: String = "/tmp",
             maxRedirects: Int = 5,

@@ -1,10 +1,12 @@
 import ArgumentParser
+import AttacheSupport
 
 @main
 struct AttacheCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
         abstract: "Media enrichment for push notifications: a Linux analogue of Apple's Notification Service Extension.",
+        version: AttacheVersion.string,
         // Each subcommand sets its commandName: derived, ArgumentParser would spell it with
         // String(describing:), whose dynamic casts scan every conformance record of the static
         // binary at start-up.

@@ -79,6 +79,14 @@ struct DecodePlan {
 }
 
 enum ImageCodecs {
+    /// libheif, libavif and libjxl, loaded now rather than on first use.
+    static func loadLibraries() throws {
+        var message = [CChar](repeating: 0, count: 160)
+        guard attache_codecs_preload(&message, message.count) != 0 else {
+            throw MediaError(.unsupportedType, String(cBuffer: message))
+        }
+    }
+
     private static func check(_ status: attache_status, _ message: String, what: String) throws -> Void {
         switch status {
         case ATTACHE_OK: return

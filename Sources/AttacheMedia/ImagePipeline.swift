@@ -82,6 +82,12 @@ public struct ImageRendition: Sendable {
 
 /// Inspect (header limits), decode-validate, and render thumbnails and display copies.
 public struct ImagePipeline: Sendable {
+    /// Loads libheif, libavif and libjxl now, which are otherwise loaded on first use: what a
+    /// sandboxed decoder does before it may no longer open files.
+    public static func loadLibraries() throws {
+        try ImageCodecs.loadLibraries()
+    }
+
     public var limits: MediaLimits
 
     public init(limits: MediaLimits = MediaLimits()) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <avif/avif.h>
+#include "modern_loader.h"
 #include "frames.h"
 #include "shrink.h"
 
@@ -20,7 +21,7 @@ static attache_status avif_failed(attache_decode_options *options, avifResult re
     if (result == AVIF_RESULT_OUT_OF_MEMORY) status = ATTACHE_ERR_NOMEM;
     else if (result == AVIF_RESULT_NO_CODEC_AVAILABLE || result == AVIF_RESULT_NOT_IMPLEMENTED) status = ATTACHE_ERR_UNSUPPORTED;
     snprintf(options->message, sizeof options->message, "AVIF %s: %s", what,
-             result == AVIF_RESULT_TRUNCATED_DATA ? "cut short" : avifResultToString(result));
+             result == AVIF_RESULT_TRUNCATED_DATA ? "cut short" : M(avifResultToString)(result));
     return status;
 }
 
@@ -33,7 +34,8 @@ static int orientation(const avifImage *image) {
 }
 
 static attache_status open_decoder(const uint8_t *data, size_t length, attache_decode_options *options, avifDecoder **out) {
-    avifDecoder *decoder = avifDecoderCreate();
+    if (!attache_modern_load(ATTACHE_LIB_AVIF, options->message, sizeof options->message)) return ATTACHE_ERR_UNSUPPORTED;
+    avifDecoder *decoder = M(avifDecoderCreate)();
     if (!decoder) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
     decoder->maxThreads = 1;
     // libavif's own limits, set explicitly: a file past them does not parse (invalid). Ours, lower,
@@ -44,18 +46,18 @@ static attache_status open_decoder(const uint8_t *data, size_t length, attache_d
     decoder->imageCountLimit = AVIF_DEFAULT_IMAGE_COUNT_LIMIT;
     decoder->ignoreExif = AVIF_TRUE;
     decoder->ignoreXMP = AVIF_TRUE;
-    avifResult result = avifDecoderSetIOMemory(decoder, data, length);
-    if (result == AVIF_RESULT_OK) result = avifDecoderParse(decoder);
+    avifResult result = M(avifDecoderSetIOMemory)(decoder, data, length);
+    if (result == AVIF_RESULT_OK) result = M(avifDecoderParse)(decoder);
     if (result != AVIF_RESULT_OK) {
-        avifDecoderDestroy(decoder);
+        M(avifDecoderDestroy)(decoder);
         return avif_failed(options, result, "does not parse");
     }
     if ((uint64_t)decoder->image->width * decoder->image->height > options->max_pixels) {
-        avifDecoderDestroy(decoder);
+        M(avifDecoderDestroy)(decoder);
         return attache_fail(options, ATTACHE_ERR_LIMITS, "AVIF exceeds the pixel limit");
     }
     if (options->max_frames > 0 && decoder->imageCount > options->max_frames) {
-        avifDecoderDestroy(decoder);
+        M(avifDecoderDestroy)(decoder);
         return attache_fail(options, ATTACHE_ERR_LIMITS, "AVIF has too many frames");
     }
     *out = decoder;
@@ -73,7 +75,7 @@ attache_status attache_avif_info(const uint8_t *data, size_t length, attache_dec
     info->has_alpha = decoder->alphaPresent;
     info->frames = decoder->imageCount > 0 ? decoder->imageCount : 1;
     info->orientation = orientation(decoder->image);
-    avifDecoderDestroy(decoder);
+    M(avifDecoderDestroy)(decoder);
     if (info->width <= 0 || info->height <= 0) return attache_fail(options, ATTACHE_ERR_INVALID, "AVIF declares no pixels");
     return ATTACHE_OK;
 }
@@ -81,14 +83,14 @@ attache_status attache_avif_info(const uint8_t *data, size_t length, attache_dec
 static attache_status avif_next(attache_frames *frames, attache_decode_options *options, attache_image *out, int *duration_ms) {
     avif_frames *f = (avif_frames *)frames;
     if (attache_should_abort(options)) return attache_fail(options, ATTACHE_ERR_ABORTED, "aborted");
-    avifResult result = avifDecoderNextImage(f->decoder);
+    avifResult result = M(avifDecoderNextImage)(f->decoder);
     if (result == AVIF_RESULT_NO_IMAGES_REMAINING) return ATTACHE_ERR_INVALID;  // the end: no message
     if (result != AVIF_RESULT_OK) return avif_failed(options, result, "frame does not decode");
     avifImage *image = f->decoder->image;
     if ((uint64_t)image->width * image->height > options->max_pixels)
         return attache_fail(options, ATTACHE_ERR_LIMITS, "AVIF frame exceeds the pixel limit");
-    avifRGBImageFreePixels(&f->rgb);
-    avifRGBImageSetDefaults(&f->rgb, image);
+    M(avifRGBImageFreePixels)(&f->rgb);
+    M(avifRGBImageSetDefaults)(&f->rgb, image);
     int alpha = f->decoder->alphaPresent;
     // RGB without alpha, and premultiplied only with it: libavif's fast (libyuv) conversions.
     // Nearest chroma when the result is shrunk at least twice over anyway.
@@ -96,9 +98,9 @@ static attache_status avif_next(attache_frames *frames, attache_decode_options *
     f->rgb.depth = 8;
     f->rgb.alphaPremultiplied = alpha ? AVIF_TRUE : AVIF_FALSE;
     f->rgb.chromaUpsampling = options->shrink >= 2 ? AVIF_CHROMA_UPSAMPLING_FASTEST : AVIF_CHROMA_UPSAMPLING_AUTOMATIC;
-    avifRGBImageAllocatePixels(&f->rgb);
+    M(avifRGBImageAllocatePixels)(&f->rgb);
     if (!f->rgb.pixels) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
-    result = avifImageYUVToRGB(image, &f->rgb);
+    result = M(avifImageYUVToRGB)(image, &f->rgb);
     if (result != AVIF_RESULT_OK) return avif_failed(options, result, "colour conversion");
     *duration_ms = (int)(f->decoder->imageTiming.duration * 1000 + 0.5);
     attache_status status = attache_shrink_buffer(f->rgb.pixels, (int)f->rgb.width, (int)f->rgb.height, f->rgb.rowBytes,
@@ -108,8 +110,8 @@ static attache_status avif_next(attache_frames *frames, attache_decode_options *
 
 static void avif_close(attache_frames *frames) {
     avif_frames *f = (avif_frames *)frames;
-    avifRGBImageFreePixels(&f->rgb);
-    avifDecoderDestroy(f->decoder);
+    M(avifRGBImageFreePixels)(&f->rgb);
+    M(avifDecoderDestroy)(f->decoder);
     free(f);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jxl/decode.h>
+#include "modern_loader.h"
 #include "frames.h"
 #include "shrink.h"
 
@@ -15,15 +16,15 @@ static int is_srgb(const JxlColorEncoding *c) {
 
 static void keep_icc(JxlDecoder *decoder, attache_decode_options *options) {
     JxlColorEncoding encoding;
-    if (JxlDecoderGetColorAsEncodedProfile(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &encoding) == JXL_DEC_SUCCESS &&
+    if (M(JxlDecoderGetColorAsEncodedProfile)(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &encoding) == JXL_DEC_SUCCESS &&
         is_srgb(&encoding))
         return;  // the default a device assumes: no profile needed
     size_t size = 0;
-    if (JxlDecoderGetICCProfileSize(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &size) != JXL_DEC_SUCCESS ||
+    if (M(JxlDecoderGetICCProfileSize)(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &size) != JXL_DEC_SUCCESS ||
         size == 0 || size > (16u << 20))
         return;
     uint8_t *icc = malloc(size);
-    if (icc && JxlDecoderGetColorAsICCProfile(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, icc, size) == JXL_DEC_SUCCESS) {
+    if (icc && M(JxlDecoderGetColorAsICCProfile)(decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, icc, size) == JXL_DEC_SUCCESS) {
         options->icc = icc;
         options->icc_length = size;
     } else {
@@ -36,26 +37,27 @@ static attache_status run(const uint8_t *data, size_t length, attache_decode_opt
     options->message[0] = 0;
     memset(info, 0, sizeof *info);
     if (out) memset(out, 0, sizeof *out);
-    JxlDecoder *decoder = JxlDecoderCreate(NULL);
+    if (!attache_modern_load(ATTACHE_LIB_JXL, options->message, sizeof options->message)) return ATTACHE_ERR_UNSUPPORTED;
+    JxlDecoder *decoder = M(JxlDecoderCreate)(NULL);
     if (!decoder) return attache_fail(options, ATTACHE_ERR_NOMEM, "out of memory");
     int events = JXL_DEC_BASIC_INFO | (out ? JXL_DEC_COLOR_ENCODING | JXL_DEC_FULL_IMAGE : 0);
     attache_status status = ATTACHE_ERR_INVALID;
     uint8_t *pixels = NULL;
     JxlBasicInfo basic;
     JxlPixelFormat format = { 4, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0 };
-    if (JxlDecoderSubscribeEvents(decoder, events) != JXL_DEC_SUCCESS ||
-        JxlDecoderSetInput(decoder, data, length) != JXL_DEC_SUCCESS) {
+    if (M(JxlDecoderSubscribeEvents)(decoder, events) != JXL_DEC_SUCCESS ||
+        M(JxlDecoderSetInput)(decoder, data, length) != JXL_DEC_SUCCESS) {
         status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL decoder refused the input");
         goto done;
     }
-    JxlDecoderCloseInput(decoder);
+    M(JxlDecoderCloseInput)(decoder);
     for (;;) {
-        JxlDecoderStatus event = JxlDecoderProcessInput(decoder);
+        JxlDecoderStatus event = M(JxlDecoderProcessInput)(decoder);
         if (event == JXL_DEC_ERROR) { status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL does not decode"); break; }
         if (event == JXL_DEC_NEED_MORE_INPUT) { status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL is cut short"); break; }
         if (event == JXL_DEC_SUCCESS) { status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL has no image"); break; }
         if (event == JXL_DEC_BASIC_INFO) {
-            if (JxlDecoderGetBasicInfo(decoder, &basic) != JXL_DEC_SUCCESS) { status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL header does not parse"); break; }
+            if (M(JxlDecoderGetBasicInfo)(decoder, &basic) != JXL_DEC_SUCCESS) { status = attache_fail(options, ATTACHE_ERR_INVALID, "JPEG XL header does not parse"); break; }
             int turned = basic.orientation >= JXL_ORIENT_TRANSPOSE;
             info->width = (int)(turned ? basic.ysize : basic.xsize);
             info->height = (int)(turned ? basic.xsize : basic.ysize);
@@ -73,8 +75,8 @@ static attache_status run(const uint8_t *data, size_t length, attache_decode_opt
             keep_icc(decoder, options);
         } else if (event == JXL_DEC_NEED_IMAGE_OUT_BUFFER) {
             size_t size = 0;
-            if (JxlDecoderImageOutBufferSize(decoder, &format, &size) != JXL_DEC_SUCCESS ||
-                !(pixels = malloc(size)) || JxlDecoderSetImageOutBuffer(decoder, &format, pixels, size) != JXL_DEC_SUCCESS) {
+            if (M(JxlDecoderImageOutBufferSize)(decoder, &format, &size) != JXL_DEC_SUCCESS ||
+                !(pixels = malloc(size)) || M(JxlDecoderSetImageOutBuffer)(decoder, &format, pixels, size) != JXL_DEC_SUCCESS) {
                 status = attache_fail(options, pixels ? ATTACHE_ERR_INVALID : ATTACHE_ERR_NOMEM, "JPEG XL output buffer");
                 break;
             }
@@ -89,7 +91,7 @@ static attache_status run(const uint8_t *data, size_t length, attache_decode_opt
     }
 done:
     free(pixels);
-    JxlDecoderDestroy(decoder);
+    M(JxlDecoderDestroy)(decoder);
     return status;
 }
 

@@ -76,6 +76,10 @@ attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_de
 /// premultiplied RGBA or RGB, box-shrunk by `options->shrink`; the ICC profile in `options`.
 attache_status attache_webp_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 attache_status attache_heif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+
+/// libheif, libavif and libjxl are loaded on first use (modern_loader.h); this loads them now (a
+/// sandboxed helper, which can open no file later). 1 when all three were, else 0 with a message.
+int attache_codecs_preload(char *message, size_t size);
 attache_status attache_avif_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 attache_status attache_jxl_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
 
