@@ -74,12 +74,93 @@ static attache_status next_image(GifFileType *gif, attache_decode_options *optio
     }
 }
 
-// Every frame after the first: decoded line by line into one buffer, to the trailer.
+// The LZW code stream of a frame (its data blocks joined, with 8 readable bytes past the end)
+// checked without making a pixel: every code in the table as it grows (a code past it is
+// corrupt), the code width growing as the table does, clear codes, and enough pixels for the
+// frame's rectangle before the end code or the data run out. Only the pixel count of each table
+// entry is kept, so the work is per code, not per pixel. NULL when it holds, else what is wrong.
+static const char *check_lzw(const uint8_t *data, size_t length, int min_size, uint64_t needed) {
+    const int clear = 1 << min_size, end = clear + 1;
+    uint32_t lengths[4096];  // pixels each code stands for
+    for (int i = 0; i < clear; i++) lengths[i] = 1;
+    int next = clear + 2, width = min_size + 1, previous = -1;
+    uint64_t pixels = 0;
+    const uint64_t bits = (uint64_t)length * 8;
+    uint64_t at = 0;
+    while (pixels < needed) {
+        if (at + (uint64_t)width > bits) return "its data ends";
+        uint64_t word;
+        memcpy(&word, data + (at >> 3), 8);
+        int code = (int)((word >> (at & 7)) & ((1u << width) - 1));
+        at += (uint64_t)width;
+        if (code == clear) {
+            next = clear + 2;
+            width = min_size + 1;
+            previous = -1;
+            continue;
+        }
+        if (code == end) return "its end code comes too soon";
+        uint32_t count;
+        if (code < next) {
+            // A pixel, or a string in the table (none right after a clear: next is then end + 1).
+            count = lengths[code];
+            if (previous >= 0 && next < 4096) lengths[next++] = lengths[previous] + 1;
+        } else if (code == next && previous >= 0 && next < 4096) {
+            count = lengths[previous] + 1;  // the entry being made: the previous string and its first pixel
+            lengths[next++] = count;
+        } else {
+            return "an LZW code past the table";
+        }
+        if (next == (1 << width) && width < 12) width++;
+        pixels += count;
+        previous = code;
+    }
+    return NULL;  // what follows the pixels is not decoded (giflib does not either)
+}
+
+// A later frame: its data blocks read to their terminator (their lengths checked by giflib as
+// it reads them) into `buffer`, then its code stream checked.
+static attache_status check_code_stream(GifFileType *gif, attache_decode_options *options, int frame, uint8_t **buffer,
+                                        size_t *capacity) {
+    int min_size;
+    GifByteType *block;
+    char what[96];
+    if (DGifGetCode(gif, &min_size, &block) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+    if (min_size < 1 || min_size > 8) {
+        snprintf(what, sizeof what, "frame %d has an LZW code size of %d", frame, min_size);
+        return fail(gif, options, ATTACHE_ERR_INVALID, what);
+    }
+    size_t length = 0;
+    while (block || !*buffer) {
+        size_t n = block ? block[0] : 0;
+        if (length + n + 8 > *capacity) {
+            size_t grown = *capacity ? *capacity * 2 : 64 * 1024;
+            while (grown < length + n + 8) grown *= 2;
+            uint8_t *bigger = realloc(*buffer, grown);
+            if (!bigger) return fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory");
+            *buffer = bigger;
+            *capacity = grown;
+        }
+        if (!block) break;
+        memcpy(*buffer + length, block + 1, n);
+        length += n;
+        if (DGifGetCodeNext(gif, &block) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+    }
+    memset(*buffer + length, 0, 8);
+    const char *problem = check_lzw(*buffer, length, min_size, (uint64_t)gif->Image.Width * (uint64_t)gif->Image.Height);
+    if (problem) {
+        snprintf(what, sizeof what, "frame %d does not decode (%s)", frame, problem);
+        return fail(gif, options, ATTACHE_ERR_INVALID, what);
+    }
+    return should_abort(options) ? fail(gif, options, ATTACHE_ERR_ABORTED, "aborted") : ATTACHE_OK;
+}
+
+// Every frame after the first, to the trailer: its code stream checked, no pixel made.
 static attache_status check_later_frames(GifFileType *gif, attache_decode_options *options) {
-    GifPixelType *line = NULL;
-    size_t capacity = 0;
     attache_status status = ATTACHE_OK;
     int frames = 1, transparent = -1, done = 0;
+    uint8_t *buffer = NULL;
+    size_t capacity = 0;
     while (status == ATTACHE_OK) {
         status = next_image(gif, options, &transparent, &done, NULL);
         if (status != ATTACHE_OK || done) break;
@@ -87,25 +168,9 @@ static attache_status check_later_frames(GifFileType *gif, attache_decode_option
             status = fail(gif, options, ATTACHE_ERR_LIMITS, "too many frames");
             break;
         }
-        const int w = gif->Image.Width, h = gif->Image.Height;
-        if ((size_t)w > capacity) {
-            GifPixelType *grown = realloc(line, (size_t)w);
-            if (!grown) { status = fail(gif, options, ATTACHE_ERR_NOMEM, "out of memory"); break; }
-            line = grown;
-            capacity = (size_t)w;
-        }
-        for (int y = 0; y < h; y++) {
-            if (DGifGetLine(gif, line, w) == GIF_ERROR) {
-                char what[80];
-                snprintf(what, sizeof what, "frame %d does not decode (%s)", frames,
-                         GifErrorString(gif->Error) ? GifErrorString(gif->Error) : "corrupt data");
-                status = fail(gif, options, ATTACHE_ERR_INVALID, what);
-                break;
-            }
-            if ((y & 63) == 63 && should_abort(options)) { status = fail(gif, options, ATTACHE_ERR_ABORTED, "aborted"); break; }
-        }
+        status = check_code_stream(gif, options, frames, &buffer, &capacity);
     }
-    free(line);
+    free(buffer);
     return status;
 }
 

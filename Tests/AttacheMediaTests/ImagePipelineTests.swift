@@ -245,6 +245,30 @@ import Testing
         #expect { try render(bytes) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
     }
 
+    /// Later frames are checked by their LZW code streams, without making pixels: a frame needs
+    /// its every pixel before its end code or the end of its data; a code may name the entry being
+    /// made (its previous string and that string's first pixel) but nothing past it; codes after
+    /// the frame is full are not read.
+    @Test func laterGIFFramesAreCheckedByTheirCodeStreams() throws {
+        /// A GIF `width` x 1 whose frames are the given LZW data (minimum code size, blocks).
+        func gif(width: Int, _ frames: [[UInt8]]) -> [UInt8] {
+            var b = Array("GIF89a".utf8) + [UInt8(width), 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255]
+            for data in frames { b += [0x2C, 0, 0, 0, 0, UInt8(width), 0, 1, 0, 0x00] + data }
+            return b + [0x3B]
+        }
+        // Codes of 3 bits: clear (4), a pixel (0), end (5); then clear, 0, 6 (the entry being
+        // made: two pixels), end.
+        let onePixel: [UInt8] = [0x02, 0x02, 0x44, 0x01, 0x00]
+        let threePixels: [UInt8] = [0x02, 0x02, 0x84, 0x0B, 0x00]
+        #expect(throws: Never.self) { try render(gif(width: 3, [threePixels, threePixels])) }
+        #expect(throws: Never.self) { try render(gif(width: 1, [onePixel, threePixels])) }  // more than the frame needs
+        for broken in [gif(width: 3, [threePixels, onePixel]),  // the end code before the third pixel
+                       gif(width: 3, [threePixels, [0x02, 0x01, 0x84, 0x00]]),  // the data ends first
+                       gif(width: 3, [threePixels, [0x02, 0x02, 0xC4, 0x0B, 0x00]])] {  // 7 after 0: past the table
+            #expect { try render(broken) } throws: { ($0 as? MediaError)?.code == .invalidMedia }
+        }
+    }
+
     func expectNoCrash(_ bytes: [UInt8]) {
         do {
             _ = try render(bytes)
