@@ -14,7 +14,7 @@ loads=${LOADS:-15}
 work=$(mktemp -d)
 lab=; static=
 cleanup() {
-  for pid in $lab $static; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+  for pid in $lab $static; do kill "$pid" 2>/dev/null && { wait "$pid" 2>/dev/null || true; }; done
   rm -rf "$work"
 }
 trap cleanup EXIT
