@@ -214,8 +214,9 @@ public struct QueueWorker: Service {
     }
 
     /// `first` with the conversions it went out without waited for (`Enrichment.awaitingConversions`):
-    /// meanwhile the message is kept from redelivery by in-progress acks, each a third of the ack
-    /// wait after the last; when the worker stops, the wait ends with `first`.
+    /// meanwhile the message is kept from redelivery by in-progress acks, one when the wait starts
+    /// and each a third of the ack wait after the last; when the worker stops, the wait ends with
+    /// `first`.
     func awaitingConversions(_ first: Emission, of message: NATSMessage, identifier: String, scope: EnrichmentScope,
                              stopping: @escaping @Sendable () -> Bool) async -> Emission {
         guard first.report.attachments.contains(where: \.conversionPending) else { return first }
@@ -225,6 +226,8 @@ public struct QueueWorker: Service {
                 await enrichment.awaitingConversions(first, bytes: message.data, identifier: identifier, scope: scope)
             }
             group.addTask {
+                // At once: the deadline may have taken most of the ack wait already.
+                message.inProgress()
                 var last = ContinuousClock.now
                 while !Task.isCancelled && !stopping() {
                     try? await Task.sleep(for: .milliseconds(100))

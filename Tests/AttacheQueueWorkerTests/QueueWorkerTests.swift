@@ -129,12 +129,14 @@ import Testing
         let decoder = HeldConversions()
         defer { decoder.release() }
         try await NATSServer.with { server in
-            try await withWorker(server, origin: origin, deadline: .seconds(3),
-                                 conversions: (decoder, wait: .seconds(120), ackWait: .seconds(6))) { client in
+            // The deadline leaves a busy machine time to start the conversion (the poster first);
+            // the ack wait is shorter than the wait that follows it.
+            try await withWorker(server, origin: origin, deadline: .seconds(8),
+                                 conversions: (decoder, wait: .seconds(120), ackWait: .seconds(10))) { client in
                 let payload = #"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#
                 try await publish(client, Array(payload.utf8), id: "clip")
-                // Held past two ack waits.
-                try await Task.sleep(for: .seconds(14))
+                // Held past two ack waits from the delivery.
+                try await Task.sleep(for: .seconds(22))
                 #expect(decoder.conversions.withLock { $0 } == 1)
                 decoder.release()
                 let out = try await outputs(client, count: 1)

@@ -80,7 +80,8 @@ import Testing
         let enrichment = try Self.waitingEnrichment(decoder)
         defer { enrichment.shutdown() }
         let payload = Self.payload(origin, "clip-vp9.webm")
-        let first = try await enrichment.enrich(payload, deadline: .seconds(5))
+        // Time enough for the poster on a busy machine (a full parallel test run).
+        let first = try await enrichment.enrich(payload, deadline: .seconds(8))
         #expect(first.report.attachments.first?.conversionPending == true)
         #expect(first.report.attachments.first?.outcome == .attached)  // the poster
 
@@ -132,7 +133,7 @@ import Testing
             let enrichment = try Self.waitingEnrichment(decoder, wait: wait)
             defer { enrichment.shutdown() }
             let payload = Self.payload(origin, "clip-vp9.webm")
-            let first = try await enrichment.enrich(payload, deadline: .seconds(5))
+            let first = try await enrichment.enrich(payload, deadline: .seconds(8))
             #expect(first.report.attachments.first?.conversionPending == true)
             let waiting = Task { await enrichment.awaitingConversions(first, bytes: payload) }
             try await Task.sleep(for: .milliseconds(300))
