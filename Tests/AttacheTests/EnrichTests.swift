@@ -520,7 +520,7 @@ struct RecordingHandler: LogHandler {
         #expect(h.origin.statistics.requests == 1)
     }
 
-    /// Without warm-through (one-shot commands, batches) the work ends with its payload.
+    /// Without warm-through (one-shot commands) the work ends with its payload.
     @Test func withoutItTheWorkEndsWithThePayload() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration()
