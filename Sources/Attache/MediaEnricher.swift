@@ -243,17 +243,18 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             // the cache's work, and the next payload gets the movie).
             let offered = Mutex<CachedMedia?>(nil)
             let cutoff = deadline - Self.posterMargin
-            if let cache {
-                let offer: @Sendable (Interim) -> Void = { interim in
-                    switch interim {
-                    case .converting:
-                        converting.withLock { $0 = true }
-                        cache.markConverting(key)
-                    case .poster(let poster):
-                        offered.withLock { $0 = poster }
-                        cache.offer(poster, for: key)
-                    }
+            // Noted here, and in the cache for the payloads waiting on the same work.
+            let offer: @Sendable (Interim) -> Void = { interim in
+                switch interim {
+                case .converting:
+                    converting.withLock { $0 = true }
+                    cache?.markConverting(key)
+                case .poster(let poster):
+                    offered.withLock { $0 = poster }
+                    cache?.offer(poster, for: key)
                 }
+            }
+            if let cache {
                 // A hit needs no race (the common case of a campaign: answered at once).
                 let settled: Settled
                 if let hit = cache.hit(for: key) {
@@ -281,12 +282,6 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 }
                 entry = cached.entry.with(id: media.id, options: media.options)
             } else {
-                let offer: @Sendable (Interim) -> Void = { interim in
-                    switch interim {
-                    case .converting: converting.withLock { $0 = true }
-                    case .poster(let poster): offered.withLock { $0 = poster }
-                    }
-                }
                 let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } }) {
                     let entry = try await self.fetchAndRender(media, index: index, deadline: deadline, offer: offer)
                     return (CachedMedia(entry: entry, kind: "", format: "", bytes: 0), .miss)
