@@ -69,7 +69,7 @@ let package = Package(
             dependencies: ["CJPEG", "CPNG", "CGIF", "CHEIF", "CAVIF", "CWebP", "CJXL"],
             linkerSettings: [
                 .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("gif"),
-                .linkedLibrary("webpdemux"), .linkedLibrary("webp"), .linkedLibrary("dl"),
+                .linkedLibrary("webpdemux"), .linkedLibrary("webp"), .linkedLibrary("z"), .linkedLibrary("dl"),
             ]
         ),
         // The decoder helper's sandbox: rlimits, no new privileges, a libseccomp filter.

@@ -7,6 +7,11 @@
 #     process. Target: ≤ 1.3× that floor. One decode serves both renditions.
 #   peak RSS (/usr/bin/time, MiB) of one `attache enrich`: a baseline 9 MP JPEG ≤ 48 MB; a
 #     progressive one, whose coefficients djpeg holds all of, ≤ 1.1× djpeg's own peak.
+#   one enrich, whole process: `attache enrich` of a fresh 9 MP baseline JPEG (fetch from a
+#     loopback origin, 320 + 1080 copies, stored in a media directory, the payload printed)
+#     beside what a script would run for the same: curl saving the file, then vipsthumbnail
+#     -s 320 and -s 1080 on it, whole processes, interleaved, median of RUNS. Target: ≤ 0.25×,
+#     peak RSS ≤ 48 MB.
 #   PNG: the floor (libpng reading rows with no transformation: inflate + unfilter, in process,
 #     median of RUNS, run after each enrich) beside Attache's render of a 9 MP RGBA PNG (target ≤ 1.3×), and the inflate
 #     alone by zlib and by libdeflate (Benchmarks/tools/png_floor.c).
@@ -65,6 +70,35 @@ for kind in baseline progressive; do
       "$(python3 -c "print($render / $floor)")" "$peak" "$(djpeg_peak "$scale" "$file")"
   done
 done
+
+# One enrich against curl + 2× vipsthumbnail, each run after the other on a fresh URL.
+python3 - "$bin" "$port" "$work" "$runs" <<'PY'
+import json, os, statistics, subprocess, sys, time
+bin, port, work, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def timed(commands):
+    start = time.perf_counter()
+    for command in commands:
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+ours, theirs, peaks = [], [], []
+for i in range(runs):
+    url = f"http://127.0.0.1:{port}/baseline.jpg?whole{i}-{os.getpid()}"
+    with open(f"{work}/whole.json", "w") as f:
+        json.dump({"aps": {"alert": "hi", "mutable-content": 1}, "image-url": url}, f)
+    ours.append(timed([["/usr/bin/time", "-f", "%M", "-o", f"{work}/whole.rss", bin, "enrich", "--allow-address",
+                        "127.0.0.1/32", "--media-dir", f"{work}/whole-media", "--report", f"{work}/whole.report",
+                        f"{work}/whole.json"]]))
+    report = json.load(open(f"{work}/whole.report"))
+    assert report["outcome"] == "enriched" and report["attachments"][0]["outcome"] == "attached", report
+    peaks.append(int(open(f"{work}/whole.rss").read()) / 1024)
+    theirs.append(timed([["curl", "-sf", "-o", f"{work}/whole.jpg", url + "c"],
+                         ["vipsthumbnail", f"{work}/whole.jpg", "-s", "320", "-o", f"{work}/whole-320.jpg"],
+                         ["vipsthumbnail", f"{work}/whole.jpg", "-s", "1080", "-o", f"{work}/whole-1080.jpg"]]))
+a, v = statistics.median(ours), statistics.median(theirs)
+print(f"one enrich of the baseline 9 MP JPEG (fetch, 320 + 1080, store), whole process: {a:.1f} ms; "
+      f"curl + vipsthumbnail -s 320 + -s 1080: {v:.1f} ms; ratio {a / v:.2f}× (target ≤ 0.25×); "
+      f"peak RSS {max(peaks):.1f} MB (target ≤ 48 MB)")
+PY
 
 cc -O2 -o "$work/png_floor" Benchmarks/tools/png_floor.c -lpng16 -lz -ldeflate
 png_rows_ms() { "$work/png_floor" "$work/root/rgba.png" 1 | sed -n 's/.*unfilter) \([0-9.]*\) ms.*/\1/p'; }

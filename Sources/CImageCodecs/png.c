@@ -7,12 +7,15 @@
 #include "attache_codecs.h"
 #include "shrink.h"
 #include "release.h"
+#include "png_inflate.h"
 
 typedef struct {
     const uint8_t *data;
     size_t length;
     size_t offset;
     attache_release release;
+    attache_idat_feed *feed;  // once set, libpng reads the image data from it (png_inflate.h)
+    char feed_message[160];
 } reader;
 
 typedef struct {
@@ -21,6 +24,10 @@ typedef struct {
 
 static void read_data(png_structp png, png_bytep out, png_size_t count) {
     reader *r = png_get_io_ptr(png);
+    if (r->feed) {
+        if (attache_idat_feed_read(r->feed, out, count, r->feed_message) != 0) png_error(png, r->feed_message);
+        return;
+    }
     if (count > r->length - r->offset) png_error(png, "truncated PNG");
     memcpy(out, r->data + r->offset, count);
     r->offset += count;
@@ -38,7 +45,8 @@ static void on_warning(png_structp png, png_const_charp text) {
 }
 
 attache_status attache_png_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
-    reader r = { data, length, 0, { data, options->release_behind, 0 } };
+    reader r = { data, length, 0, { data, options->release_behind, 0 }, NULL, { 0 } };
+    attache_idat_feed *volatile feed = NULL;
     error_context ctx = { options->message };
     attache_shrinker shrinker;
     volatile int shrinker_live = 0;
@@ -58,6 +66,7 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
         return ATTACHE_ERR_NOMEM;
     }
     if (setjmp(png_jmpbuf(png))) {
+        if (feed) attache_idat_feed_stop(feed);  // its thread is out of `data` before the caller frees it
         png_destroy_read_struct(&png, &info, NULL);
         if (relay) attache_shrink_relay_stop(relay);  // its thread is out of the shrinker before it is freed
         if (shrinker_live) attache_shrinker_free(&shrinker);
@@ -73,6 +82,8 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
     png_set_option(png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
     png_set_read_fn(png, &r, read_data);
     png_read_info(png, info);
+    // The rows as stored: one filter byte each, then the pixels at the file's depth.
+    size_t stored_rows = (png_get_rowbytes(png, info) + 1) * (size_t)png_get_image_height(png, info);
     png_charp icc_name;
     int icc_compression;
     png_bytep icc;
@@ -126,8 +137,15 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
         }
         for (png_uint_32 y = 0; y < height; y++) attache_shrinker_push(&shrinker, full + stride * y);
     } else {
+        // The inflate gets a thread of its own: libpng's loop here copies and unfilters.
+        // libpng read up to the first IDAT chunk's data; it does not compute the CRCs of the
+        // chunks made for it (the feed checks the real ones).
+        if ((feed = attache_idat_feed_start(data, length, r.offset, stored_rows, &r.release))) {
+            r.feed = feed;
+            png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_DEFAULT);
+        }
         // When the rows go on to a resampler on another thread (attache_decode_resized), the box
-        // shrink gets a thread too: this one only inflates and unfilters, the floor.
+        // shrink gets a thread too: this one only unfilters.
         if (options->rows) relay = attache_shrink_relay_start(&shrinker, stride);
         if (!relay) {
             full = malloc(stride);
@@ -152,6 +170,10 @@ attache_status attache_png_decode(const uint8_t *data, size_t length, attache_de
         }
     }
     png_read_end(png, NULL);
+    if (feed) {
+        attache_idat_feed_stop(feed);
+        feed = NULL;
+    }
     png_destroy_read_struct(&png, &info, NULL);
     attache_shrinker_finish(&shrinker, out);
     free(full);

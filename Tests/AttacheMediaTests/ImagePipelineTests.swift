@@ -226,6 +226,51 @@ import Testing
         }
     }
 
+    /// A PNG with over a megabyte of rows has them inflated on a thread of its own and handed to
+    /// libpng as stored blocks (png_inflate.c): it decodes to exactly its pixels, from libpng's
+    /// many small IDAT chunks, one big one, or after an empty one; and it is refused when a
+    /// chunk's CRC is wrong, the deflate data is not deflate, the data holds fewer rows than the
+    /// header says, or the file is cut anywhere, the last row and IEND included.
+    @Test func aLargePNGIsInflatedBesideItsRows() throws {
+        let (width, height) = (800, 600)  // 1.9 MB of RGBA rows
+        var samples = [UInt8](repeating: 255, count: width * height * 4)
+        var state: UInt32 = 11
+        for i in samples.indices where i % 4 != 3 && (i / (width * 4)) % 3 != 0 {  // noise, and runs that compress
+            state = state &* 1_664_525 &+ 1_013_904_223
+            samples[i] = UInt8(truncatingIfNeeded: state >> 24)
+        }
+        for k in 0..<4 { samples[k] = 0 }  // transparent (premultiplied: all zero), so it is a PNG
+        let encoded = try ImageCodecs.encode(Pixels(width: width, height: height, channels: 4, samples: samples), quality: 100)
+        #expect(encoded.format == .png)
+        let chunks = PNGChunks(encoded.bytes)
+        #expect(chunks.count("IDAT") > 10)
+        func decoded(_ bytes: [UInt8]) throws -> [UInt8] {
+            try bytes.withUnsafeBytes {
+                try ImageCodecs.decode($0, format: .png, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag()).samples
+            }
+        }
+        let oneIDAT = chunks.joiningIDAT()
+        #expect(PNGChunks(oneIDAT).count("IDAT") == 1)
+        for good in [encoded.bytes, oneIDAT, chunks.withEmptyIDATFirst()] {
+            #expect(try decoded(good) == samples)
+        }
+
+        var badCRC = encoded.bytes
+        badCRC[chunks.dataRange(ofIDAT: 5).lowerBound + 100] ^= 0x40
+        var notDeflate = PNGChunks(oneIDAT)
+        notDeflate.replaceIDATData { data in data[2] = 0xff }  // a block of the reserved type 3
+        var tooFewRows = chunks
+        tooFewRows.replaceHeight(UInt32(height + 1))
+        var broken: [(String, [UInt8])] = [("a wrong CRC", badCRC), ("not deflate", notDeflate.bytes), ("one row short", tooFewRows.bytes)]
+        for cut in [encoded.bytes.count / 2, chunks.dataRange(ofIDAT: chunks.count("IDAT") - 1).upperBound - 1,
+                    encoded.bytes.count - 12, encoded.bytes.count - 1] {
+            broken.append(("cut at \(cut) of \(encoded.bytes.count)", Array(encoded.bytes.prefix(cut))))
+        }
+        for (name, bytes) in broken {
+            #expect(throws: MediaError.self, "\(name)") { try decoded(bytes) }
+        }
+    }
+
     /// An animated GIF goes to the device as it is: a cut anywhere past the first frame (which once
     /// still decoded, and was stored with the header's frame count) is invalid, as is a later
     /// frame whose LZW data is garbage.
@@ -441,5 +486,80 @@ extension Pixels {
     func pixel(x: Int, y: Int) -> (r: Int, g: Int, b: Int, a: Int) {
         let v = channelValues(x: x, y: y)
         return (v[0], v[1], v[2], v.count > 3 ? v[3] : 255)
+    }
+}
+
+/// A PNG's chunks, to make variants of a file (their CRCs made right).
+struct PNGChunks {
+    var chunks: [(type: String, data: [UInt8])]
+
+    init(_ bytes: [UInt8]) {
+        chunks = []
+        var at = 8
+        while at + 12 <= bytes.count {
+            let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let type = String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self)
+            chunks.append((type, Array(bytes[(at + 8)..<(at + 8 + length)])))
+            at += 12 + length
+        }
+    }
+
+    var bytes: [UInt8] {
+        var out: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+        for (type, data) in chunks {
+            let body = Array(type.utf8) + data
+            out += Self.bigEndian(UInt32(data.count)) + body + Self.bigEndian(Self.crc32(body))
+        }
+        return out
+    }
+
+    func count(_ type: String) -> Int { chunks.filter { $0.type == type }.count }
+
+    /// Where the `index`th IDAT chunk's data is in `bytes`.
+    func dataRange(ofIDAT index: Int) -> Range<Int> {
+        var at = 8, seen = 0
+        for (type, data) in chunks {
+            if type == "IDAT" {
+                if seen == index { return (at + 8)..<(at + 8 + data.count) }
+                seen += 1
+            }
+            at += 12 + data.count
+        }
+        return 0..<0
+    }
+
+    func joiningIDAT() -> [UInt8] {
+        let data = chunks.filter { $0.type == "IDAT" }.flatMap(\.data)
+        var copy = self
+        let first = chunks.firstIndex { $0.type == "IDAT" }!
+        copy.chunks.removeAll { $0.type == "IDAT" }
+        copy.chunks.insert(("IDAT", data), at: first)
+        return copy.bytes
+    }
+
+    func withEmptyIDATFirst() -> [UInt8] {
+        var copy = self
+        copy.chunks.insert(("IDAT", []), at: chunks.firstIndex { $0.type == "IDAT" }!)
+        return copy.bytes
+    }
+
+    mutating func replaceIDATData(_ change: (inout [UInt8]) -> Void) {
+        let index = chunks.firstIndex { $0.type == "IDAT" }!
+        change(&chunks[index].data)
+    }
+
+    mutating func replaceHeight(_ height: UInt32) {
+        chunks[0].data.replaceSubrange(4..<8, with: Self.bigEndian(height))
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)] }
+
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xffff_ffff
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xedb8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return ~crc
     }
 }
