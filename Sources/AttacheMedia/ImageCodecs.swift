@@ -87,6 +87,13 @@ enum ImageCodecs {
         }
     }
 
+    /// Bytes of a progressive JPEG's coefficients the decoder holds with this plan, from the
+    /// header's count of all of them (128 bytes a block).
+    static func keptCoefficientBytes(_ header: ImageHeader, plan: DecodePlan) -> Int {
+        let perBlock = plan.jpegKeepsAllCoefficients ? 128 : attache_jpeg_coefficient_block_bytes(Int32(plan.jpegScaleEighths))
+        return header.coefficientBytes / 128 * perBlock
+    }
+
     private static func check(_ status: attache_status, _ message: String, what: String) throws -> Void {
         switch status {
         case ATTACHE_OK: return

@@ -11,8 +11,9 @@ public struct ImageHeader: Sendable, Equatable {
     /// Animation frames (GIF), counted without decoding.
     public var frames: Int
     public var hasAlpha: Bool
-    /// A progressive JPEG keeps every DCT coefficient of the image until its last scan: what
-    /// libjpeg will allocate for them, from the frame header (0 for anything else).
+    /// A progressive JPEG keeps DCT coefficients of the whole image until its last scan: what
+    /// libjpeg would allocate for all of them, from the frame header (0 for anything else). A
+    /// scaled decode keeps fewer (`ImageCodecs.keptCoefficientBytes`).
     public var coefficientBytes = 0
 
     /// Dimensions as shown, after orientation.

@@ -119,17 +119,26 @@ public struct ImagePipeline: Sendable {
         if header.frames > limits.maxGIFFrames {
             throw MediaError(.limitsExceeded, "\(header.frames) frames (limit \(limits.maxGIFFrames))")
         }
-        // What libjpeg needs besides the coefficients (its pools, a few rows, the Huffman state):
-        // a margin, so that a file just under the limit is refused here rather than by libjpeg.
-        let working = 4 << 20
-        if header.coefficientBytes > 0 && header.coefficientBytes + working > limits.maxDecoderMemory {
-            throw MediaError(.limitsExceeded, "progressive \(header.width)x\(header.height) JPEG needs \(header.coefficientBytes >> 20) MiB of coefficients (limit \(limits.maxDecoderMemory >> 20) MiB)")
-        }
-        let decoded = decodedPixels(header, plan: plan(header, need: 1, boxTarget: 1))
+        // At the smallest scale here; a render checks again at the scale it decodes at.
+        let smallest = plan(header, need: 1, boxTarget: 1)
+        try checkDecoderMemory(header, plan: smallest)
+        let decoded = decodedPixels(header, plan: smallest)
         if decoded > limits.maxPixels {
             throw MediaError(.limitsExceeded, "\(header.width)x\(header.height) is over the \(limits.maxPixels)-pixel decode budget")
         }
         return header
+    }
+
+    /// A progressive JPEG's coefficients as the decoder keeps them with `plan` (fewer when it is
+    /// scaled: coefficients.c), within the decoder's memory budget.
+    func checkDecoderMemory(_ header: ImageHeader, plan: DecodePlan) throws(MediaError) {
+        // What libjpeg needs besides the coefficients (its pools, a few rows, the Huffman state):
+        // a margin, so that a file just under the limit is refused here rather than by libjpeg.
+        let working = 4 << 20
+        let kept = ImageCodecs.keptCoefficientBytes(header, plan: plan)
+        if kept > 0 && kept + working > limits.maxDecoderMemory {
+            throw MediaError(.limitsExceeded, "progressive \(header.width)x\(header.height) JPEG needs \(kept >> 20) MiB of coefficients at \(plan.jpegScaleEighths)/8 (limit \(limits.maxDecoderMemory >> 20) MiB)")
+        }
     }
 
     /// Pixels the decoder will hold: a baseline JPEG counts at its DCT-scaled size; a progressive
@@ -192,6 +201,7 @@ public struct ImagePipeline: Sendable {
         }
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)
+        try checkDecoderMemory(header, plan: plan)
         // The display copy's resample runs beside the decode, on the rows it has finished.
         let (decoded, fitted) = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
                                                        fitting: needsDisplay ? options.displaySize : nil, mapped: mapped)

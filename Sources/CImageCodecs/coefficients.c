@@ -62,6 +62,12 @@ static int kept_width_for(int idct_size) {
     return idct_size == 1 || idct_size == 3 || idct_size == 5 ? idct_size : 0;
 }
 
+size_t attache_jpeg_coefficient_block_bytes(int scale_eighths) {
+    // libjpeg-turbo's jpeg62 API scales every component's IDCT alike: a scale of n/8 is an IDCT of size n.
+    int kept = kept_width_for(scale_eighths);
+    return kept ? sizeof(uint64_t) + sizeof(JCOEF) * (size_t)(kept * kept) : sizeof(JBLOCK);
+}
+
 static uint64_t nonzero_map(const JCOEF *block) {
 #if defined(__SSE2__)
     const __m128i zero = _mm_setzero_si128();

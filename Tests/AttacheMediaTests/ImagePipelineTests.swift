@@ -344,14 +344,25 @@ import Testing
         }
     }
 
-    /// 49 MP progressive: 4:4:4 needs 294 MB of coefficients, over the 256 MiB decoder budget, and
-    /// is refused from its header; 4:2:0 needs 147 MB and goes on to the decoder.
+    /// 49 MP progressive, counted from the header as the decoder will keep its coefficients: all
+    /// of them (4:4:4: 294 MB, over the 256 MiB decoder budget) when the IDCT reads most of each
+    /// block, as at 2/8; at 1/8 (a thumbnail) 10 bytes of a block's 128 (23 MB), which goes on to
+    /// the decoder. 4:2:0 needs 147 MB at any scale, within the budget.
     @Test func progressiveJPEGCoefficientsAreCountedFromTheHeader() throws {
-        let full = try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x22))
-        #expect(full.coefficientBytes == 876 * 876 * 128 + 2 * 438 * 438 * 128)  // luma padded to whole 16×16 MCUs
-        #expect { try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x11)) } throws: {
-            ($0 as? MediaError)?.code == .limitsExceeded
+        let subsampled = try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x22))
+        #expect(subsampled.coefficientBytes == 876 * 876 * 128 + 2 * 438 * 438 * 128)  // luma padded to whole 16×16 MCUs
+        let full = try pipeline.inspect(Fixtures.jpegHeader(width: 7000, height: 7000, progressive: true, luma: 0x11))
+        var plan = DecodePlan()
+        for (eighths, kept) in [(1, 10), (2, 128), (3, 26), (5, 58), (8, 128)] {
+            plan.jpegScaleEighths = eighths
+            #expect(ImageCodecs.keptCoefficientBytes(full, plan: plan) == 3 * 875 * 875 * kept)
+            #expect(throws: Never.self) { try pipeline.checkDecoderMemory(subsampled, plan: plan) }
         }
+        plan.jpegScaleEighths = 1
+        #expect(throws: Never.self) { try pipeline.checkDecoderMemory(full, plan: plan) }
+        plan.jpegScaleEighths = 2
+        #expect { try pipeline.checkDecoderMemory(full, plan: plan) } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
+        #expect(pipeline.plan(full, options: RenderOptions(), edge: RenderOptions().displaySize).jpegScaleEighths == 2)
     }
 
     /// When libjpeg itself runs out of its memory budget (it asks for a backing store), that is

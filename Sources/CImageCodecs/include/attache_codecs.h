@@ -28,6 +28,11 @@ typedef int (*attache_abort_fn)(void *context);
 /// Where a decoder publishes the rows it has finished (see attache_decode_resized).
 typedef struct attache_rows attache_rows;
 
+/// Bytes a progressive JPEG decoded at `scale_eighths`/8 keeps of each 8x8 block's coefficients
+/// until its last scan: the store's record when the scaled IDCT reads few of them
+/// (coefficients.c), else libjpeg's whole block (128).
+size_t attache_jpeg_coefficient_block_bytes(int scale_eighths);
+
 typedef struct {
     int scale_eighths;        // JPEG only: DCT scaling to n/8 (1-8; 0 means 8/8, no scaling)
     int shrink;               // integer box shrink applied to rows as they stream (>= 1)
