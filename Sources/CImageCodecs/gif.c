@@ -1,8 +1,11 @@
 // giflib, incremental reader: the first frame is decoded and composited onto the logical screen
-// (palette indices bounds-checked); every later frame is then LZW-decoded into one reused line and
-// thrown away, up to the trailer. An animated GIF goes to the device as it is, so a frame that
-// does not decode (a cut file, say) makes the whole GIF invalid. DGifSlurp, which would hold every
-// frame in memory at once, is never used.
+// (palette indices bounds-checked); every later frame's LZW code stream is then checked without
+// making pixels (check_lzw), up to the trailer, on two threads for a large file. An animated GIF
+// goes to the device as it is, so a frame that does not decode (a cut file, say) makes the whole
+// GIF invalid. DGifSlurp, which would hold every frame in memory at once, is never used.
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,23 +158,82 @@ static attache_status check_code_stream(GifFileType *gif, attache_decode_options
     return should_abort(options) ? fail(gif, options, ATTACHE_ERR_ABORTED, "aborted") : ATTACHE_OK;
 }
 
-// Every frame after the first, to the trailer: its code stream checked, no pixel made.
-static attache_status check_later_frames(GifFileType *gif, attache_decode_options *options) {
-    attache_status status = ATTACHE_OK;
-    int frames = 1, transparent = -1, done = 0;
+// A frame whose data another walker checks: its data blocks read past (their lengths checked by
+// giflib), nothing else.
+static attache_status skip_code_stream(GifFileType *gif, attache_decode_options *options) {
+    int min_size;
+    GifByteType *block;
+    if (DGifGetCode(gif, &min_size, &block) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+    while (block) {
+        if (DGifGetCodeNext(gif, &block) == GIF_ERROR) return fail(gif, options, ATTACHE_ERR_INVALID, NULL);
+    }
+    return ATTACHE_OK;
+}
+
+// The frames after the first, checked by two walkers at once: the decoder's thread once it has
+// the first frame, and a thread of its own from the start (with a giflib reader of its own over
+// the same bytes). Why: the code-stream check of a 60-frame GIF took longer than the first
+// frame's decode and scale, one after the other. Each walker reads every frame's blocks (cheap:
+// they are copied, not decoded) and checks the code streams of the frames it claims first; the
+// answer is the earliest bad frame, as one walker in order would find it.
+typedef struct {
+    const uint8_t *data;
+    size_t length;
+    attache_decode_options options;  // the second walker's copy: its own message
+    atomic_int next;                 // the earliest later frame neither walker has claimed
+    atomic_int last;                 // walkers stop past this frame (the earliest bad one found so far)
+    pthread_mutex_t lock;
+    attache_status status;           // of that frame, and why
+    char message[sizeof ((attache_decode_options *)0)->message];
+} later_frames;
+
+static void found_bad(later_frames *s, int frame, attache_status status, const char *message) {
+    pthread_mutex_lock(&s->lock);
+    if (frame < atomic_load(&s->last)) {
+        atomic_store(&s->last, frame);
+        s->status = status;
+        snprintf(s->message, sizeof s->message, "%s", message);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+// Frames 2 onwards to the trailer, from a reader just past the first frame's data.
+static void walk_later_frames(later_frames *s, GifFileType *gif, attache_decode_options *options) {
+    int transparent = -1, done = 0;
     uint8_t *buffer = NULL;
     size_t capacity = 0;
-    while (status == ATTACHE_OK) {
-        status = next_image(gif, options, &transparent, &done, NULL);
-        if (status != ATTACHE_OK || done) break;
-        if (options->max_frames > 0 && ++frames > options->max_frames) {
+    for (int frame = 2; frame <= atomic_load(&s->last); frame++) {
+        attache_status status = next_image(gif, options, &transparent, &done, NULL);
+        if (status == ATTACHE_OK && done) break;
+        if (status == ATTACHE_OK && options->max_frames > 0 && frame > options->max_frames)
             status = fail(gif, options, ATTACHE_ERR_LIMITS, "too many frames");
+        if (status == ATTACHE_OK) {
+            // Claimed when no walker has got further (a walker at frame f has claimed or passed
+            // every frame before it, so `next` is never below f).
+            int unclaimed = frame;
+            status = atomic_compare_exchange_strong(&s->next, &unclaimed, frame + 1)
+                         ? check_code_stream(gif, options, frame, &buffer, &capacity)
+                         : skip_code_stream(gif, options);
+        }
+        if (status != ATTACHE_OK) {
+            found_bad(s, frame, status, options->message);
             break;
         }
-        status = check_code_stream(gif, options, frames, &buffer, &capacity);
     }
     free(buffer);
-    return status;
+}
+
+static void *second_walker(void *context) {
+    later_frames *s = context;
+    reader r = { s->data, s->length, 0 };
+    int error = 0, transparent = -1, done = 0;
+    GifFileType *gif = DGifOpen(&r, read_data, &error);
+    if (!gif) return NULL;  // the decoder's walker then claims every frame
+    if (next_image(gif, &s->options, &transparent, &done, NULL) == ATTACHE_OK && !done &&
+        skip_code_stream(gif, &s->options) == ATTACHE_OK)
+        walk_later_frames(s, gif, &s->options);
+    DGifCloseFile(gif, NULL);
+    return NULL;
 }
 
 // A progressive frame the size of the screen: rows go straight from the LZW decoder through the
@@ -329,6 +391,11 @@ attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_de
     else if ((uint64_t)sw * sh > options->max_pixels) status = fail(gif, options, ATTACHE_ERR_LIMITS, "logical screen exceeds the pixel limit");
     else status = next_image(gif, options, &transparent, &done, NULL);
     if (status == ATTACHE_OK && done) status = fail(gif, options, ATTACHE_ERR_INVALID, "GIF has no image");
+    later_frames later = { .data = data, .length = length, .options = *options, .next = 2, .last = INT_MAX };
+    pthread_mutex_init(&later.lock, NULL);
+    pthread_t thread;
+    // A small file's frames are checked by this thread alone: a thread would cost more than it saves.
+    int second = status == ATTACHE_OK && length >= 64 * 1024 && pthread_create(&thread, NULL, second_walker, &later) == 0;
     if (status == ATTACHE_OK) {
         const GifImageDesc *d = &gif->Image;
         ColorMapObject *map = d->ColorMap ? d->ColorMap : gif->SColorMap;
@@ -336,9 +403,14 @@ attache_status attache_gif_decode(const uint8_t *data, size_t length, attache_de
         status = covers && !d->Interlace ? stream_covering_frame(gif, map, transparent, options, out)
                                          : composite_first_frame(gif, map, transparent, options, out);
     }
-    if (status == ATTACHE_OK) {
-        status = check_later_frames(gif, options);
-        if (status != ATTACHE_OK) attache_image_free(out);
+    if (status == ATTACHE_OK) walk_later_frames(&later, gif, options);
+    else atomic_store(&later.last, 1);  // the first frame decides: the second walker stops
+    if (second) pthread_join(thread, NULL);
+    pthread_mutex_destroy(&later.lock);
+    if (status == ATTACHE_OK && atomic_load(&later.last) != INT_MAX) {
+        status = later.status;
+        snprintf(options->message, sizeof options->message, "%s", later.message);
+        attache_image_free(out);
     }
     DGifCloseFile(gif, NULL);
     return status;

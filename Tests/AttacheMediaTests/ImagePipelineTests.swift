@@ -226,6 +226,70 @@ import Testing
         }
     }
 
+    /// A GIF over 64 KB has its later frames checked by two walkers at once (gif.c): a whole one
+    /// passes; with bad frames, the earliest is the one named, wherever each walker got to; a cut
+    /// file, and one over the frame limit, are refused.
+    @Test func aLargeGIFsLaterFramesAreCheckedByTwoWalkers() throws {
+        let good = Self.literalGIF(side: 100, frames: 40)
+        #expect(good.count > 64 * 1024)
+        #expect(throws: Never.self) { try render(good) }
+        for bad in [[7], [30], [12, 35], [39, 3], [2], [40]] {
+            let bytes = Self.literalGIF(side: 100, frames: 40, corrupt: Set(bad))
+            #expect { try render(bytes) } throws: {
+                "\($0)".contains("frame \(bad.min()!) does not decode (an LZW code past the table)")
+            }
+        }
+        for share in [0.9, 0.6, 0.3] {
+            #expect { try render(Array(good.prefix(Int(Double(good.count) * share)))) } throws: {
+                ($0 as? MediaError)?.code == .invalidMedia
+            }
+        }
+        var limits = MediaLimits()
+        limits.maxGIFFrames = 39
+        good.withUnsafeBytes { raw in
+            _ = #expect(throws: MediaError.self) {
+                try ImageCodecs.decode(raw, format: .gif, plan: DecodePlan(), limits: limits, abort: AbortFlag())
+            }
+        }
+    }
+
+    /// A GIF of `frames` grey `side`×`side` frames, built by hand, each frame's LZW data every
+    /// pixel as a literal 9-bit code (a clear code every 253 of them keeps the width at 9): over
+    /// 11 KB a frame at 100×100. In the frames numbered in `corrupt` (1 is the first) the code
+    /// after the first clear is 511, past the table.
+    static func literalGIF(side: Int, frames: Int, corrupt: Set<Int> = []) -> [UInt8] {
+        var b = Array("GIF89a".utf8)
+        b += [UInt8(side & 0xff), UInt8(side >> 8), UInt8(side & 0xff), UInt8(side >> 8), 0xF7, 0, 0]
+        for i in 0..<256 { b += [UInt8(i), UInt8(i), UInt8(i)] }  // a 256-grey global table
+        for frame in 1...frames {
+            b += [0x2C, 0, 0, 0, 0, UInt8(side & 0xff), UInt8(side >> 8), UInt8(side & 0xff), UInt8(side >> 8), 0x00, 8]
+            var codes: [Int] = []
+            for pixel in 0..<(side * side) {
+                if pixel % 253 == 0 { codes.append(256) }
+                codes.append(pixel == 0 && corrupt.contains(frame) ? 511 : (pixel + frame) & 0xff)
+            }
+            codes.append(257)
+            var data: [UInt8] = [], bits = 0, count = 0
+            for code in codes {
+                bits |= code << count
+                count += 9
+                while count >= 8 {
+                    data.append(UInt8(bits & 0xff))
+                    bits >>= 8
+                    count -= 8
+                }
+            }
+            if count > 0 { data.append(UInt8(bits & 0xff)) }
+            for start in stride(from: 0, to: data.count, by: 255) {
+                let block = data[start..<min(start + 255, data.count)]
+                b += [UInt8(block.count)] + block
+            }
+            b.append(0)
+        }
+        b.append(0x3B)
+        return b
+    }
+
     /// A PNG with over a megabyte of rows has them inflated on a thread of its own and handed to
     /// libpng as stored blocks (png_inflate.c): it decodes to exactly its pixels, from libpng's
     /// many small IDAT chunks, one big one, or after an empty one; and it is refused when a
