@@ -11,13 +11,13 @@
 #   usage: Benchmarks/deadline.sh [ATTACHE_BINARY]   (N=20 processes by default; DEADLINE_MS=500)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-n=${N:-20}
+n=$(setting N 20 8)
 deadline=${DEADLINE_MS:-500}
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
-. Benchmarks/lib.sh
 # p50, p99 and max of the numbers on stdin (ms), as one table row.
 stats() {
   python3 -c '

@@ -12,10 +12,10 @@
 # and ukui-wallpapers (make bench-deps), the GIF made with ffmpeg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-.build/release/attache}
-n=${N:-60}
-work=$(mktemp -d)
 . Benchmarks/lib.sh
+bin=${1:-.build/release/attache}
+n=$(setting N 60 20)
+work=$(mktemp -d)
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mkdir -p "$work/files"

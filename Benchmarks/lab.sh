@@ -7,10 +7,10 @@
 # LOADS (median of, 15) shortens it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-source Benchmarks/lib.sh
 PYTHON=.build/tools/bin/python3
-loads=${LOADS:-15}
+loads=$(setting LOADS 15 5)
 work=$(mktemp -d)
 lab=; static=
 cleanup() {

@@ -8,8 +8,9 @@
 # time, fetched from a loopback origin: per clip, everything included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-runs=${RUNS:-20}
+runs=$(setting RUNS 20 5)
 work=$(mktemp -d)
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 origin=

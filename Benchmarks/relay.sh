@@ -12,9 +12,9 @@
 #   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (N=40000 requests per measure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source Benchmarks/lib.sh
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-n=${N:-40000}
+n=$(setting N 40000 10000)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT

@@ -18,10 +18,10 @@
 # Inputs from gnome-backgrounds and ukui-wallpapers (make bench-deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-.build/release/attache}
-runs=${RUNS:-15}
-work=$(mktemp -d)
 . Benchmarks/lib.sh
+bin=${1:-.build/release/attache}
+runs=$(setting RUNS 15 5)
+work=$(mktemp -d)
 trap 'kill $origin 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mkdir -p "$work/root"

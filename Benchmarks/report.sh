@@ -4,7 +4,9 @@
 # benchmark what it measures (its script's header) and its output, where every Attache figure
 # stands beside its anchor measured in the same run, with the ratio.
 #   usage: Benchmarks/report.sh [ATTACHE_BINARY] [OUTPUT]   (BENCHES="thumbnail render" runs some and
-#   prints their report instead of writing docs/benchmarks.md, which holds every benchmark)
+#   prints their report instead of writing docs/benchmarks.md, which holds every benchmark; QUICK=1
+#   gives each benchmark its quick settings (Benchmarks/lib.sh: fewer runs, shorter phases) and
+#   prints the report too: the document holds full runs only)
 # A benchmark that fails is reported as failed, with the end of its output, and the others still
 # run; the exit status is non-zero when any failed.
 set -uo pipefail
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
 benches=${BENCHES:-thumbnail render fetch poster transcode serve batch deadline store worker isolation relay lab}
 # Only a run of every benchmark is the document; some of them are printed instead.
-out=${2:-$([ -z "${BENCHES:-}" ] && echo docs/benchmarks.md || echo /dev/stdout)}
+out=${2:-$([ -z "${BENCHES:-}" ] && [ -z "${QUICK:-}" ] && echo docs/benchmarks.md || echo /dev/stdout)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -51,6 +53,7 @@ done
   echo "| commit | $commit |"
   echo "| machine | $(nproc) cores ($cpu), $memory, $(uname -sr) |"
   echo "| binary | \`$bin\` |"
+  [ -n "${QUICK:-}" ] && echo "| settings | quick (QUICK=1): fewer runs and shorter phases, wider spread |"
   for name in $benches; do
     [ -f "$work/$name.rc" ] || continue
     echo

@@ -15,10 +15,10 @@
 # avoids). The three take turns, FRESH_ROUNDS times (4), each turn FRESH_DURATION long (5s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-.build/release/attache}
-duration=${DURATION:-10s}
-work=$(mktemp -d)
 . Benchmarks/lib.sh
+bin=${1:-.build/release/attache}
+duration=$(setting DURATION 10s 3s)
+work=$(mktemp -d)
 thumbor=""
 servers=()
 cleanup() { kill "$origin" "$server" "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
@@ -96,7 +96,7 @@ echo "  (bounded by --max-media-jobs, renders held at once, and --decoders, each
 # Fresh enrichment beside thumbor, 4 clients. Thumbor's requests each on a new connection: its two
 # forked workers share one listening socket, and four kept-alive connections could all land on
 # one of them (it measured 9 req/s instead of 15). Attache is one process: kept-alive.
-fresh=${FRESH_DURATION:-5s}
+fresh=$(setting FRESH_DURATION 5s 2s)
 venv=.build/thumbor
 [ -x "$venv/bin/thumbor" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "thumbor==7.8.0"; }
 cat > "$work/thumbor.conf" <<CONF
@@ -116,7 +116,7 @@ wrk_script thumbor "  return wrk.format(\"GET\", \"/unsafe/fit-in/320x320/http%3
                     {[\"Connection\"] = \"close\"})"
 lua '{"aps":{"alert":"hi","mutable-content":1},"fcm_options":{"image":"ORIGIN/rhythm.jpg?n=N"}}' fresh progressive
 kill "$server"; wait "$server" 2>/dev/null || true
-rounds=${FRESH_ROUNDS:-4}
+rounds=$(setting FRESH_ROUNDS 4 2)
 echo "fresh progressive 9 MP JPEG (rhythm.jpg), 4 clients, every request a new URL: $rounds rounds of wrk -t1 -c4 -d$fresh"
 echo "against each server in turn (a noisy neighbour moves a 20 s phase by ±20%; in turns, each server meets it alike):"
 start_attache() {  # PORT_VAR MEDIA [flags]: an `attache serve` as users run it, once it answers

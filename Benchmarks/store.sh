@@ -8,14 +8,14 @@
 #   usage: Benchmarks/store.sh [ATTACHE_BINARY] [BASELINE_BINARY]   (N=15 runs each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
 base=${2:-}
-n=${N:-15}
+n=$(setting N 15 5)
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 source Tests/cli/seaweedfs.sh
-. Benchmarks/lib.sh
 
 mkdir -p "$tmp/media"
 ffmpeg -loglevel error -f lavfi -i "testsrc2=s=1280x800:d=4:r=15" \

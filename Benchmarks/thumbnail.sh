@@ -8,8 +8,9 @@
 # with apt, not committed), and a 1280x800, 60-frame GIF made with ffmpeg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-runs=${RUNS:-20}
+runs=$(setting RUNS 20 5)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -8,9 +8,10 @@
 # RSS ≤ ffmpeg's + 20 MB. CLIP_SECONDS and RUNS (median of) shorten it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-runs=${RUNS:-3}
-clip_seconds=${CLIP_SECONDS:-30}
+runs=$(setting RUNS 3 1)
+clip_seconds=$(setting CLIP_SECONDS 30 10)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 f="ffmpeg -v error -y"

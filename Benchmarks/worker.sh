@@ -7,13 +7,13 @@
 #   usage: Benchmarks/worker.sh [ATTACHE_BINARY]   (N=5000 payloads per run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-n=${N:-5000}
+n=$(setting N 5000 1000)
 python=${ATTACHE_PYTHON:-.build/tools/bin/python}
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-. Benchmarks/lib.sh
 source Tests/cli/nats.sh
 
 oport=$(free_port)
