@@ -34,8 +34,9 @@ public final class SeaweedFS: Sendable {
     /// Makes a bucket and writes a first object into it (with curl, signed), as the bucket of a
     /// real deployment exists before Attache writes to it: SeaweedFS grows the bucket's volumes
     /// on its first write, which on a busy machine takes longer than a payload's deadline. The S3
-    /// port answers before the filer behind it is ready: each request is tried again on an error
-    /// for a few seconds (a bucket creation that failed before was seen failing a run).
+    /// port answers before the filer behind it is ready: each request is tried again on an error,
+    /// once a second for up to a minute (ten tries were not enough at a loaded run's start: the
+    /// bucket's creation was answered 404 for 11 s).
     public func createBucket(_ name: String) async throws {
         let endpoint = self.endpoint, user = "\(accessKey):\(secretKey)", log = "\(directory)/curl.log"
         try await Self.threads.run { _ in
@@ -43,8 +44,8 @@ public final class SeaweedFS: Sendable {
             // S3 wants the payload's hash in x-amz-content-sha256, which curl 7.88 does not add.
             let object = ["--data-binary", "x", "-H", "x-amz-content-sha256: \(try SHA256.hex(Array("x".utf8)))"]
             for (url, body) in [("\(endpoint)/\(name)", [String]()), ("\(endpoint)/\(name)/warm-up", object)] {
-                let pid = try spawn(["/usr/bin/curl", "-sSf", "--max-time", "60", "--retry", "10", "--retry-all-errors",
-                                     "--retry-delay", "1", "-X", "PUT"] + body
+                let pid = try spawn(["/usr/bin/curl", "-sSf", "--max-time", "60", "--retry", "60", "--retry-all-errors",
+                                     "--retry-delay", "1", "--retry-max-time", "60", "-X", "PUT"] + body
                                     + ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, url], output: log)
                 var status: Int32 = 0
                 waitpid(pid, &status, 0)
