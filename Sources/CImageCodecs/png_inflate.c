@@ -63,26 +63,14 @@ static void commit(attache_idat_feed *f, size_t count) {
     pthread_mutex_unlock(&f->lock);
 }
 
-// Bytes outside S (the framing between and after its chunks).
-static int put(attache_idat_feed *f, const uint8_t *bytes, size_t count) {
-    while (count) {
-        uint8_t *at;
-        size_t room = reserve(f, &at, count);
-        if (!room) return 0;
-        memcpy(at, bytes, room);
-        commit(f, room);
-        bytes += room;
-        count -= room;
-    }
-    return 1;
-}
+static int put(attache_idat_feed *f, const uint8_t *bytes, size_t count, int of_s);
 
 // After S[0 ..< L1]: the first chunk's CRC, then the header of the chunk holding the rest of S.
 static int frame_rest(attache_idat_feed *f) {
     size_t rest = f->stream_length - f->first_length;
     uint8_t framing[12] = { 0, 0, 0, 0, (uint8_t)(rest >> 24), (uint8_t)(rest >> 16), (uint8_t)(rest >> 8), (uint8_t)rest,
                             'I', 'D', 'A', 'T' };
-    return put(f, framing, sizeof framing);
+    return put(f, framing, sizeof framing, 0);
 }
 
 static int after_s_bytes(attache_idat_feed *f, size_t count) {
@@ -98,14 +86,16 @@ static size_t reserve_s(attache_idat_feed *f, uint8_t **at, size_t want) {
     return reserve(f, at, want);
 }
 
-static int put_s(attache_idat_feed *f, const uint8_t *bytes, size_t count) {
+// Bytes into the ring: of S (`of_s`: never past the first chunk's end, its framing put after
+// it), or outside S (the framing between and after its chunks).
+static int put(attache_idat_feed *f, const uint8_t *bytes, size_t count, int of_s) {
     while (count) {
         uint8_t *at;
-        size_t room = reserve_s(f, &at, count);
+        size_t room = of_s ? reserve_s(f, &at, count) : reserve(f, &at, count);
         if (!room) return 0;
         memcpy(at, bytes, room);
         commit(f, room);
-        if (!after_s_bytes(f, room)) return 0;
+        if (of_s && !after_s_bytes(f, room)) return 0;
         bytes += room;
         count -= room;
     }
@@ -163,13 +153,13 @@ static const char *inflate_rows(attache_idat_feed *f, z_stream *z) {
     chunks c = { f->data + f->offset - 4, f->offset, f->first_length, (uint32_t)crc32(0, (const uint8_t *)"IDAT", 4) };
     if (f->first_length == 0 && !frame_rest(f)) return "stopped";
     static const uint8_t header[2] = { 0x78, 0x01 };  // deflate, 32 KB window, no dictionary
-    if (!put_s(f, header, sizeof header)) return "stopped";
+    if (!put(f, header, sizeof header, 1)) return "stopped";
     size_t raw_left = f->raw_length;
     int stream_end = 0;
     while (raw_left) {
         size_t block = raw_left < STORED_MAX ? raw_left : STORED_MAX;
         uint8_t stored[5] = { raw_left <= STORED_MAX, (uint8_t)block, (uint8_t)(block >> 8), (uint8_t)~block, (uint8_t)(~block >> 8) };
-        if (!put_s(f, stored, sizeof stored)) return "stopped";
+        if (!put(f, stored, sizeof stored, 1)) return "stopped";
         size_t block_left = block;
         while (block_left) {
             if (z->avail_in == 0) {
@@ -211,12 +201,12 @@ static const char *inflate_rows(attache_idat_feed *f, z_stream *z) {
         }
     }
     static const uint8_t adler[4] = { 0 };  // not checked (libpng is told to ignore it, as before)
-    if (!put_s(f, adler, sizeof adler)) return "stopped";
+    if (!put(f, adler, sizeof adler, 1)) return "stopped";
     // Extra data after the rows in the real stream is tolerated, as libpng's warning does.
     const char *problem = check_tail(f, &c);
     if (problem) return problem;
     static const uint8_t end[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
-    return put(f, end, sizeof end) ? NULL : "stopped";
+    return put(f, end, sizeof end, 0) ? NULL : "stopped";
 }
 
 static void *run(void *context) {
