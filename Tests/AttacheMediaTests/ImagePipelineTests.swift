@@ -253,6 +253,113 @@ import Testing
         }
     }
 
+    /// The first frame's LZW decoder (gif.c's decode_lzw, which copies each string from where it
+    /// was first written) gives back exactly the indices an independent encoder (below) was
+    /// given: runs long enough for the entry being made (KwKwK), the code width growing to 12
+    /// bits, a table that fills and is cleared or (a deferred clear) goes on full, and
+    /// interlaced rows. The same streams pass the later frames' check. A first frame that does
+    /// not decode is named as such.
+    @Test func theFirstGIFFrameIsDecodedExactlyFromItsCodeStream() throws {
+        let (width, height) = (300, 200)
+        var random: UInt32 = 12345
+        let indices = (0..<(width * height)).map { i -> UInt8 in
+            let (x, y) = (i % width, i / width)
+            if y < 60 { return UInt8(x / 40) }  // long runs
+            if y < 120 { return UInt8((x + y) & 0xff) }  // a gradient
+            random = random &* 1_103_515_245 &+ 12345
+            return UInt8((random >> 16) & (y < 160 ? 0x07 : 0xff))  // noise, few colours then many
+        }
+        for clearWhenFull in [true, false] {
+            for interlaced in [false, true] {
+                var stored = indices
+                if interlaced {
+                    stored = []
+                    for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
+                        for y in stride(from: start, to: height, by: step) { stored += indices[(y * width)..<((y + 1) * width)] }
+                    }
+                }
+                let data = Self.lzwBlocks(stored, clearWhenFull: clearWhenFull)
+                let bytes = Self.greyGIF(width: width, height: height, frames: [data, data], interlaced: interlaced)
+                let pixels = try bytes.withUnsafeBytes {
+                    try ImageCodecs.decode($0, format: .gif, plan: DecodePlan(), limits: MediaLimits(), abort: AbortFlag())
+                }
+                let grey = stride(from: 0, to: pixels.samples.count, by: 3).map { pixels.samples[$0] }
+                #expect(grey.count == indices.count)
+                #expect(Array(zip(grey, indices)).firstIndex { $0.0 != $0.1 } == nil,
+                        "the first wrong pixel; clear when full: \(clearWhenFull), interlaced: \(interlaced)")
+            }
+        }
+        #expect { try render(Self.literalGIF(side: 20, frames: 2, corrupt: [1])) } throws: {
+            "\($0)".contains("frame 1 does not decode (an LZW code past the table)")
+        }
+    }
+
+    /// GIF LZW data for `pixels` (minimum code size 8) in data blocks, from an encoder written
+    /// here: the longest string in the table, an entry per code, the code width growing as the
+    /// decoder's table does (one entry behind the encoder's); when the table is full, a clear
+    /// code, or none (the decoder goes on with the full table).
+    static func lzwBlocks(_ pixels: [UInt8], clearWhenFull: Bool) -> [UInt8] {
+        var data: [UInt8] = [], bits = 0, count = 0, width = 9
+        func emit(_ code: Int) {
+            bits |= code << count
+            count += width
+            while count >= 8 {
+                data.append(UInt8(bits & 0xff))
+                bits >>= 8
+                count -= 8
+            }
+        }
+        var table: [Int: Int] = [:], next = 258, decoderNext = 258, fresh = true
+        func reset() {
+            emit(256)
+            table = [:]
+            (next, decoderNext, width, fresh) = (258, 258, 9, true)
+        }
+        func emitString(_ code: Int) {
+            emit(code)
+            if !fresh && decoderNext < 4096 {  // the decoder makes its entry for the code before
+                decoderNext += 1
+                if decoderNext == 1 << width && width < 12 { width += 1 }
+            }
+            fresh = false
+        }
+        reset()
+        var prefix = Int(pixels[0])
+        for pixel in pixels.dropFirst() {
+            let key = prefix << 8 | Int(pixel)
+            if let code = table[key] {
+                prefix = code
+                continue
+            }
+            emitString(prefix)
+            if next < 4096 {
+                table[key] = next
+                next += 1
+            } else if clearWhenFull {
+                reset()
+            }
+            prefix = Int(pixel)
+        }
+        emitString(prefix)
+        emit(257)
+        if count > 0 { data.append(UInt8(bits & 0xff)) }
+        var blocks: [UInt8] = [8]
+        for start in stride(from: 0, to: data.count, by: 255) {
+            let block = data[start..<min(start + 255, data.count)]
+            blocks += [UInt8(block.count)] + block
+        }
+        return blocks + [0]
+    }
+
+    /// A GIF with a 256-grey global table whose frames cover the screen with the given LZW data.
+    static func greyGIF(width: Int, height: Int, frames: [[UInt8]], interlaced: Bool = false) -> [UInt8] {
+        let w = [UInt8(width & 0xff), UInt8(width >> 8)], h = [UInt8(height & 0xff), UInt8(height >> 8)]
+        var b = Array("GIF89a".utf8) + w + h + [0xF7, 0, 0]
+        for i in 0..<256 { b += [UInt8(i), UInt8(i), UInt8(i)] }
+        for data in frames { b += [0x2C, 0, 0, 0, 0] + w + h + [interlaced ? 0x40 : 0x00] + data }
+        return b + [0x3B]
+    }
+
     /// A GIF of `frames` grey `side`×`side` frames, built by hand, each frame's LZW data every
     /// pixel as a literal 9-bit code (a clear code every 253 of them keeps the width at 9): over
     /// 11 KB a frame at 100×100. In the frames numbered in `corrupt` (1 is the first) the code
