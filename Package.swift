@@ -56,7 +56,9 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
         .systemLibrary(name: "CMalloc"),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // SHA-256 by libcrypto (headers from libssl-dev), loaded with dlopen on first use: see
+        // include/attache_digest.h.
+        .target(name: "CDigest", linkerSettings: [.linkedLibrary("dl")]),
         // libcurl (headers from libcurl4-openssl-dev), loaded with dlopen on first use: see
         // include/attache_curl.h.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
@@ -90,7 +92,7 @@ let package = Package(
             dependencies: ["CCurl", "AttacheSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        .target(name: "AttacheSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "AttacheSupport", dependencies: ["CDigest"], swiftSettings: strict),
         .target(name: "AttacheMedia", dependencies: ["CImageCodecs", "CVideoCodecs", "CSpawn", "AttacheSupport", "AttachePayload"], swiftSettings: strict),
         .target(name: "AttacheStore", dependencies: ["AttacheSupport", "AttacheFetch"], swiftSettings: strict),
         // Decoding in sandboxed helper processes: the pool that starts, feeds and replaces them.

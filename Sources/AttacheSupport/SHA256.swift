@@ -1,34 +1,34 @@
-import COpenSSL
+import CDigest
 
-/// SHA-256 by OpenSSL (libcrypto's EVP interface), incremental or over a whole buffer (a mapped
-/// body), without its hand-written predecessor's copy to pad it.
-/// One hasher per body; not for use from two threads at once. libcrypto failing (it can only run
-/// out of memory here) is an error for the caller, never a crash.
+/// SHA-256 by OpenSSL (libcrypto's EVP interface, loaded on first use: CDigest), incremental or
+/// over a whole buffer (a mapped body), without its hand-written predecessor's copy to pad it.
+/// One hasher per body; not for use from two threads at once. libcrypto failing (missing, or out
+/// of memory) is an error for the caller, never a crash.
 public final class SHA256: @unchecked Sendable {
-    private let context: OpaquePointer
+    private let hasher: OpaquePointer
     private var digest: [UInt8]?
 
     public struct Failure: Error, CustomStringConvertible {
-        public var description: String { "libcrypto could not compute a SHA-256" }
+        public var reason = "libcrypto could not compute a SHA-256"
+        public var description: String { reason }
     }
 
     public init() throws {
-        guard let context = EVP_MD_CTX_new() else { throw Failure() }
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
-            EVP_MD_CTX_free(context)
-            throw Failure()
+        var message = [CChar](repeating: 0, count: 160)
+        guard let hasher = attache_sha256_new(&message, message.count) else {
+            throw Failure(reason: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
-        self.context = context
+        self.hasher = hasher
     }
 
     deinit {
-        EVP_MD_CTX_free(context)
+        attache_sha256_free(hasher)
     }
 
     public func update(_ bytes: UnsafeRawBufferPointer) {
         precondition(digest == nil, "SHA256.update after finalize")
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        EVP_DigestUpdate(context, base, bytes.count)
+        _ = attache_sha256_update(hasher, base, bytes.count)
     }
 
     public func update(_ bytes: [UInt8]) {
@@ -39,8 +39,7 @@ public final class SHA256: @unchecked Sendable {
     public func finalize() throws -> [UInt8] {
         if let digest { return digest }
         var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &out, &length) == 1, length == 32 else { throw Failure() }
+        guard attache_sha256_final(hasher, &out) == 1 else { throw Failure() }
         digest = out
         return out
     }

@@ -50,6 +50,7 @@ for package in $(cat "$tmp/runtime-packages"); do
   check "the runtime image installs $package (linked by the executables)" "grep -qw '$package' Dockerfile"
 done
 check "the runtime image has libseccomp (the decoders' sandbox)" "grep -q 'libseccomp2' Dockerfile"
+check "the runtime image has libcrypto (loaded for SHA-256; libcurl4 brings libssl3)" "grep -q 'libcurl4' Dockerfile && dpkg -s libcurl4 | grep -q '^Depends:.*libssl3'"
 # Two replicas behind nginx, sharing SeaweedFS as their store: the pieces, and that the config
 # files they mount are in the repository.
 compose='import sys, yaml

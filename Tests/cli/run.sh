@@ -46,6 +46,10 @@ check "bad --allow-address exits 64" "[ $? -eq 64 ]"
 check "thumbnail of a file exits 0" "[ $? -eq 0 ]"
 "$bin" thumbnail - -o "$tmp/t2.jpg" < Samples/media/photo.jpg > /dev/null 2>&1
 check "thumbnail from stdin is the same" "cmp -s $tmp/t1.jpg $tmp/t2.jpg"
+# libcrypto (SHA-256) and libcurl are loaded on first use: a thumbnail, which hashes and fetches
+# nothing, starts without either (ld.so names each library it initialises).
+LD_DEBUG=libs "$bin" thumbnail Samples/media/photo.jpg -o "$tmp/t5.jpg" > /dev/null 2> "$tmp/libs"
+check "thumbnail starts without libcrypto or libcurl" "grep -q 'calling init' $tmp/libs && ! grep -q 'calling init: .*lib\(crypto\|curl\)' $tmp/libs"
 "$bin" probe Samples/media/clip.mp4 > "$tmp/p1.json" 2>/dev/null && "$bin" probe - < Samples/media/clip.mp4 > "$tmp/p2.json" 2>/dev/null
 check "probe of a file and of stdin agree" "cmp -s $tmp/p1.json $tmp/p2.json && grep -q '\"video_codec\":\"h264\"' $tmp/p1.json"
 : > "$tmp/empty.jpg"
