@@ -207,7 +207,7 @@ public struct ImagePipeline: Sendable {
                                                        fitting: needsDisplay ? options.displaySize : nil, mapped: mapped)
 
         guard needsDisplay else {
-            return try finish(header: header, firstFrame: decoded, display: nil, options: options)
+            return try finish(header: header, firstFrame: decoded, display: nil, options: options, alone: true)
         }
         let scaled = try fitted ?? scaled(decoded, clip: nil, edge: options.displaySize)
         // Both threads read `scaled`: the encoder's one change to it (an unused alpha channel
@@ -238,12 +238,23 @@ public struct ImagePipeline: Sendable {
 
     /// The thumbnail and its placeholder hash, from the decoded (first) frame or pixels scaled
     /// from it (as stored, not yet upright), and the Android copy from the decoded frame.
+    /// `alone`: nothing else runs beside this, so the thumbnail's encode and its placeholder hash
+    /// take a thread each (beside the display copy's encode, a third thread would only contend).
     func finish(header: ImageHeader, firstFrame: Pixels, thumbnailSource: Pixels? = nil, display: RenderedImage?,
-                options: RenderOptions) throws -> ImageRendition {
+                options: RenderOptions, alone: Bool = false) throws -> ImageRendition {
         let thumbnail = try sized(thumbnailSource ?? firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize,
                                   orientation: header.orientation)
-        return ImageRendition(header: header, thumbnail: try encode(thumbnail, quality: options.jpegQuality), display: display,
-                              thumbhash: try placeholder(thumbnail), android: try options.androidSize.flatMap { try android(firstFrame, header: header, edge: $0) })
+        let encoded: RenderedImage, thumbhash: String
+        if alone {
+            // Both read the pixels: the encoder's one change to them (an unused alpha channel
+            // dropped) is made before they start.
+            ImageCodecs.dropUnusedAlpha(thumbnail)
+            (thumbhash, encoded) = try concurrently({ try placeholder(thumbnail) }, { try encode(thumbnail, quality: options.jpegQuality) })
+        } else {
+            (encoded, thumbhash) = (try encode(thumbnail, quality: options.jpegQuality), try placeholder(thumbnail))
+        }
+        return ImageRendition(header: header, thumbnail: encoded, display: display, thumbhash: thumbhash,
+                              android: try options.androidSize.flatMap { try android(firstFrame, header: header, edge: $0) })
     }
 
     /// A JPEG (over white where there is transparency) of the whole image, within FCM's 1 MB:
