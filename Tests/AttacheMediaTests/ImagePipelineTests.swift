@@ -588,20 +588,28 @@ import Testing
 
     /// A JPEG's IDCT scales to the smallest n/8 that still gives the largest rendition (the
     /// display copy), not to twice the thumbnail; a thumbnail alone decodes to 1/8 when that is
-    /// at least the thumbnail.
+    /// at least the thumbnail. A baseline JPEG goes on to the next of 1/8, 2/8, 4/8 and 8/8
+    /// (libjpeg-turbo's SIMD IDCTs) unless that is over the pixel budget; a progressive one,
+    /// which holds its coefficients, does not.
     @Test func aJPEGDecodesAtTheSmallestScaleItsRenditionsNeed() throws {
         let header = try pipeline.inspect(Fixtures.jpegHeader(width: 3840, height: 2400, progressive: false))
         let both = pipeline.plan(header, options: RenderOptions(), edge: 1080)
-        #expect(both.jpegScaleEighths == 3)  // 1440 px; 1/4 would be 960 < 1080
+        #expect(both.jpegScaleEighths == 4)  // 3/8 (1440 px) would do; 1/4 would be 960 < 1080
         #expect(both.boxShrink == 1)
         let thumbnailOnly = pipeline.plan(header, options: RenderOptions(), edge: 0)
         #expect(thumbnailOnly.jpegScaleEighths == 1)  // 480 px >= 320
         #expect(thumbnailOnly.boxShrink == 1)
-        // A thumbnail of a quarter of the width needs 1280 px of the whole.
+        // A thumbnail of a quarter of the width needs 1280 px of the whole: 3/8, so 4/8.
         let clipped = pipeline.plan(header, options: RenderOptions(clip: .init(x: 0, y: 0, width: 0.25, height: 0.25)), edge: 0)
-        #expect(clipped.jpegScaleEighths == 3)
-        let android = pipeline.plan(header, options: RenderOptions(androidSize: 1350), edge: 1080)
-        #expect(android.jpegScaleEighths == 3)  // 1440 >= 1350
+        #expect(clipped.jpegScaleEighths == 4)
+        let android = pipeline.plan(header, options: RenderOptions(androidSize: 2000), edge: 1080)
+        #expect(android.jpegScaleEighths == 8)  // 5/8 (2400 px) would do; 4/8 is 1920 < 2000
+        let progressive = try pipeline.inspect(Fixtures.jpegHeader(width: 3840, height: 2400, progressive: true))
+        #expect(pipeline.plan(progressive, options: RenderOptions(), edge: 1080).jpegScaleEighths == 3)
+        // 6400 px of a 20000 px photo: 3/8 is 42 MP; 4/8 would be 75, over the 50 MP budget.
+        let huge = try pipeline.inspect(Fixtures.jpegHeader(width: 20000, height: 15000, progressive: false))
+        let sliver = pipeline.plan(huge, options: RenderOptions(clip: .init(x: 0, y: 0, width: 0.05, height: 0.05)), edge: 0)
+        #expect(sliver.jpegScaleEighths == 3)
     }
 }
 
