@@ -135,9 +135,8 @@ enum ImageCodecs {
             options.icc = nil
             options.icc_length = 0
         }
-        guard let icc = options.icc, options.icc_length >= 132 else { return nil }
-        let profile = Array(UnsafeBufferPointer(start: icc, count: options.icc_length))
-        return profile[16..<20].elementsEqual("RGB ".utf8) ? profile : nil
+        guard let icc = options.icc, attache_icc_is_rgb(icc, options.icc_length) != 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: icc, count: options.icc_length))
     }
 
     /// The decoder of a still format.
@@ -163,6 +162,37 @@ enum ImageCodecs {
     /// `mapped`: the bytes are a read-only file mapping, given back as they are read.
     static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
                        fitting edge: Int?, mapped: Bool = false) throws -> (decoded: Pixels, fitted: Pixels?) {
+        try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: edge, extras: nil, mapped: mapped)
+    }
+
+    /// A decode with its display copy (`fitted`, nil when the decoded pixels already fit), and what
+    /// the thread that resamples the copy made of its rows as they were final: `thumbnail`, the
+    /// copy resampled to fit `thumbnailEdge` (when asked, and smaller than the copy), and `encoded`,
+    /// the copy as JPEG at `jpegQuality` (when asked, and RGB). Each is what resize and encode
+    /// would make of the finished copy; nil ones are for the caller to make.
+    struct DisplayDecode {
+        let decoded: Pixels
+        let fitted: Pixels?
+        let thumbnail: Pixels?
+        let encoded: [UInt8]?
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
+                       fitting edge: Int, thumbnailEdge: Int?, jpegQuality: Int?, mapped: Bool = false) throws -> DisplayDecode {
+        var extras = attache_display_extras()
+        extras.thumbnail_edge = Int32(clamping: thumbnailEdge ?? 0)
+        extras.jpeg_quality = Int32(clamping: jpegQuality ?? 0)
+        let (decoded, fitted) = try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: edge,
+                                           extras: &extras, mapped: mapped)
+        defer { attache_buffer_free(extras.jpeg) }
+        return DisplayDecode(decoded: decoded, fitted: fitted,
+                             thumbnail: extras.thumbnail.pixels == nil ? nil : derived(extras.thumbnail, from: decoded),
+                             encoded: extras.jpeg.map { Array(UnsafeBufferPointer(start: $0, count: extras.jpeg_length)) })
+    }
+
+    private static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits,
+                               abort: AbortFlag, fitting edge: Int?, extras: UnsafeMutablePointer<attache_display_extras>?,
+                               mapped: Bool) throws -> (decoded: Pixels, fitted: Pixels?) {
         var options = decodeOptions(plan: plan, limits: limits, abort: abort)
         options.release_behind = mapped ? 1 : 0
         var out = attache_image()
@@ -171,7 +201,7 @@ enum ImageCodecs {
         let status: attache_status
         if let decode = decoder(format) {
             if let edge {
-                status = attache_decode_resized(decode, data, bytes.count, &options, Int32(clamping: edge), &out, &resized)
+                status = attache_decode_resized(decode, data, bytes.count, &options, Int32(clamping: edge), &out, &resized, extras)
             } else {
                 status = decode(data, bytes.count, &options, &out)
             }

@@ -208,25 +208,39 @@ public struct ImagePipeline: Sendable {
         let needsDisplay = options.makesDisplayCopy && !animated && (converted || longest > options.displaySize || bytes.count > limits.imageBytes)
         let plan = plan(header, options: options, edge: needsDisplay ? options.displaySize : 0)
         try checkDecoderMemory(header, plan: plan)
-        // The display copy's resample runs beside the decode, on the rows it has finished.
-        let (decoded, fitted) = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
-                                                       fitting: needsDisplay ? options.displaySize : nil, mapped: mapped)
-
         guard needsDisplay else {
+            let decoded = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
+                                                 fitting: nil, mapped: mapped).decoded
             return try finish(header: header, firstFrame: decoded, display: nil, options: options, alone: true)
         }
-        let scaled = try fitted ?? scaled(decoded, clip: nil, edge: options.displaySize)
+        // The display copy's resample runs beside the decode, on the rows it has finished, and
+        // hands each of its own rows on as it is made: to the thumbnail's resample (unless the
+        // thumbnail is a clip) and to the encoder (when the copy needs no turning upright). After
+        // the decode's last row, only the encoder's Huffman pass and the thumbnail's encode are left.
+        let made = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
+                                          fitting: options.displaySize,
+                                          thumbnailEdge: options.clip == nil ? options.thumbnailSize : nil,
+                                          jpegQuality: header.orientation <= 1 ? options.jpegQuality : nil, mapped: mapped)
+        let decoded = made.decoded
+        let scaled = try made.fitted ?? scaled(decoded, clip: nil, edge: options.displaySize)
         // Both threads read `scaled`: the encoder's one change to it (an unused alpha channel
         // dropped) is made before they start.
         ImageCodecs.dropUnusedAlpha(scaled)
         // The thumbnail from the display copy's pixels when they are enough for it: a third of
         // the pixels to resample.
-        let thumbnailSource = max(scaled.width, scaled.height) >= thumbnailTarget(options) ? scaled : decoded
+        let fromCopy = max(scaled.width, scaled.height) >= thumbnailTarget(options)
+        let thumbnail = fromCopy ? made.thumbnail : nil
+        if let encoded = made.encoded {
+            let display = RenderedImage(bytes: encoded, format: .jpeg, width: scaled.width, height: scaled.height)
+            return try finish(header: header, firstFrame: decoded, thumbnailSource: fromCopy ? scaled : decoded,
+                              scaledThumbnail: thumbnail, display: display, options: options, alone: true)
+        }
         // The display copy is encoded on a second thread while this one makes the thumbnail.
         var (display, rendition) = try concurrently({
             try encode(ImageCodecs.orient(scaled, orientation: header.orientation), quality: options.jpegQuality)
         }, {
-            try finish(header: header, firstFrame: decoded, thumbnailSource: thumbnailSource, display: nil, options: options)
+            try finish(header: header, firstFrame: decoded, thumbnailSource: fromCopy ? scaled : decoded,
+                       scaledThumbnail: thumbnail, display: nil, options: options)
         })
         rendition.display = display
         return rendition
@@ -244,12 +258,14 @@ public struct ImagePipeline: Sendable {
 
     /// The thumbnail and its placeholder hash, from the decoded (first) frame or pixels scaled
     /// from it (as stored, not yet upright), and the Android copy from the decoded frame.
+    /// `scaledThumbnail`: the thumbnail already resampled from `thumbnailSource`, as stored.
     /// `alone`: nothing else runs beside this, so the thumbnail's encode and its placeholder hash
     /// take a thread each (beside the display copy's encode, a third thread would only contend).
-    func finish(header: ImageHeader, firstFrame: Pixels, thumbnailSource: Pixels? = nil, display: RenderedImage?,
-                options: RenderOptions, alone: Bool = false) throws -> ImageRendition {
-        let thumbnail = try sized(thumbnailSource ?? firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize,
-                                  orientation: header.orientation)
+    func finish(header: ImageHeader, firstFrame: Pixels, thumbnailSource: Pixels? = nil, scaledThumbnail: Pixels? = nil,
+                display: RenderedImage?, options: RenderOptions, alone: Bool = false) throws -> ImageRendition {
+        let thumbnail = try scaledThumbnail.map { try ImageCodecs.orient($0, orientation: header.orientation) }
+            ?? sized(thumbnailSource ?? firstFrame, clip: options.clip?.clamped, edge: options.thumbnailSize,
+                     orientation: header.orientation)
         let encoded: RenderedImage, thumbhash: String
         if alone {
             // Both read the pixels: the encoder's one change to them (an unused alpha channel

@@ -10,6 +10,7 @@
 #include "shrink.h"
 #include "release.h"
 #include "coefficients.h"
+#include "jpeg_writer.h"
 
 typedef struct {
     struct jpeg_error_mgr base;
@@ -220,47 +221,83 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     return ATTACHE_OK;
 }
 
-attache_status attache_jpeg_encode(const attache_image *image, int quality, const uint8_t *icc, size_t icc_length,
-                                   uint8_t **out, size_t *out_length, char message[160]) {
+struct attache_jpeg_writer {
     struct jpeg_compress_struct cinfo;
     error_mgr err;
-    unsigned char *volatile buffer = NULL;
-    unsigned long size = 0;
+    unsigned char *buffer;
+    unsigned long size;
+    char message[160];
+};
+
+// Each call that enters libjpeg sets its own jump: a longjmp must land in a frame still running.
+#define WRITER_GUARD(w) \
+    if (setjmp((w)->err.jump)) return (w)->err.status
+
+attache_status attache_jpeg_writer_begin(attache_jpeg_writer **out, int width, int height, int quality,
+                                         const uint8_t *icc, size_t icc_length) {
+    attache_jpeg_writer *w = calloc(1, sizeof *w);
+    *out = w;
+    if (!w) return ATTACHE_ERR_NOMEM;
+    w->cinfo.err = jpeg_std_error(&w->err.base);
+    w->err.base.error_exit = on_error;
+    w->err.base.emit_message = on_message;
+    w->err.message = w->message;
+    w->err.status = ATTACHE_OK;
+    WRITER_GUARD(w);
+    jpeg_create_compress(&w->cinfo);
+    jpeg_mem_dest(&w->cinfo, &w->buffer, &w->size);
+    w->cinfo.image_width = (JDIMENSION)width;
+    w->cinfo.image_height = (JDIMENSION)height;
+    w->cinfo.input_components = 3;
+    w->cinfo.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&w->cinfo);
+    jpeg_set_quality(&w->cinfo, quality, TRUE);
+    w->cinfo.optimize_coding = TRUE;
+    w->cinfo.write_JFIF_header = TRUE;
+    jpeg_start_compress(&w->cinfo, TRUE);
+    if (icc && icc_length > 0) jpeg_write_icc_profile(&w->cinfo, icc, (unsigned int)icc_length);
+    return ATTACHE_OK;
+}
+
+attache_status attache_jpeg_writer_row(attache_jpeg_writer *w, const uint8_t *row) {
+    WRITER_GUARD(w);
+    JSAMPROW rows[1] = { (JSAMPROW)row };
+    jpeg_write_scanlines(&w->cinfo, rows, 1);
+    return ATTACHE_OK;
+}
+
+attache_status attache_jpeg_writer_finish(attache_jpeg_writer *w, uint8_t **out, size_t *out_length) {
+    WRITER_GUARD(w);
+    jpeg_finish_compress(&w->cinfo);
+    *out = w->buffer;
+    *out_length = w->size;
+    w->buffer = NULL;
+    return ATTACHE_OK;
+}
+
+const char *attache_jpeg_writer_message(const attache_jpeg_writer *w) { return w ? w->message : "out of memory"; }
+
+void attache_jpeg_writer_free(attache_jpeg_writer *w) {
+    if (!w) return;
+    jpeg_destroy_compress(&w->cinfo);
+    free(w->buffer);
+    free(w);
+}
+
+attache_status attache_jpeg_encode(const attache_image *image, int quality, const uint8_t *icc, size_t icc_length,
+                                   uint8_t **out, size_t *out_length, char message[160]) {
     *out = NULL;
     *out_length = 0;
     if (image->channels != 3) {
         snprintf(message, 160, "JPEG output needs RGB");
         return ATTACHE_ERR_UNSUPPORTED;
     }
-    cinfo.err = jpeg_std_error(&err.base);
-    err.base.error_exit = on_error;
-    err.base.emit_message = on_message;
-    err.message = message;
-    err.status = ATTACHE_OK;
-    if (setjmp(err.jump)) {
-        jpeg_destroy_compress(&cinfo);
-        free(buffer);
-        return err.status;
-    }
-    jpeg_create_compress(&cinfo);
-    jpeg_mem_dest(&cinfo, (unsigned char **)&buffer, &size);
-    cinfo.image_width = (JDIMENSION)image->width;
-    cinfo.image_height = (JDIMENSION)image->height;
-    cinfo.input_components = 3;
-    cinfo.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&cinfo);
-    jpeg_set_quality(&cinfo, quality, TRUE);
-    cinfo.optimize_coding = TRUE;
-    cinfo.write_JFIF_header = TRUE;
-    jpeg_start_compress(&cinfo, TRUE);
-    if (icc && icc_length > 0) jpeg_write_icc_profile(&cinfo, icc, (unsigned int)icc_length);
-    while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW rows[1] = { image->pixels + (size_t)cinfo.next_scanline * image->width * 3 };
-        jpeg_write_scanlines(&cinfo, rows, 1);
-    }
-    jpeg_finish_compress(&cinfo);
-    jpeg_destroy_compress(&cinfo);
-    *out = buffer;
-    *out_length = size;
-    return ATTACHE_OK;
+    attache_jpeg_writer *w;
+    attache_status status = attache_jpeg_writer_begin(&w, image->width, image->height, quality, icc, icc_length);
+    for (int y = 0; status == ATTACHE_OK && y < image->height; y++)
+        status = attache_jpeg_writer_row(w, image->pixels + (size_t)y * image->width * 3);
+    if (status == ATTACHE_OK) status = attache_jpeg_writer_finish(w, out, out_length);
+    if (status != ATTACHE_OK) snprintf(message, 160, "%s", attache_jpeg_writer_message(w));
+    attache_jpeg_writer_free(w);
+    return status;
 }

@@ -5,11 +5,12 @@
 #include "attache_codecs.h"
 #include "rows.h"
 
-typedef struct {
+struct attache_contribution {
     int start;
     int count;
     float *weights;
-} contribution;
+};
+typedef struct attache_contribution contribution;
 
 static float cubic(float x) {  // Catmull-Rom
     x = fabsf(x);
@@ -58,7 +59,6 @@ static inline uint8_t clamp8(float v) {
 // Each source row is widened once into 4-float pixels (lanes past the channel count stay zero),
 // so a tap is one vector multiply-add over the pixel's channels instead of a conversion and a
 // multiply-add per channel. Each lane sums its taps in the same order as a per-channel loop would.
-typedef float float4 __attribute__((vector_size(16)));
 
 static inline __attribute__((always_inline)) void horizontal_row(const uint8_t *src, int in_width, const contribution *h,
                                                                  int width, float *t, float4 *row, const int c) {
@@ -76,77 +76,112 @@ static inline __attribute__((always_inline)) void horizontal_row(const uint8_t *
 }
 
 // Separable: each source row is resampled horizontally once, into a ring of as many rows as the
-// widest vertical kernel needs, and each output row is summed from the ring. Output rows need
-// source rows in order, so a row is dropped only when no later output row can need it. The ring
-// stays in cache (a whole horizontally resampled image did not: 12 MB for a 1440x900 -> 1080x675
-// resample, written once and read six times) and the memory is a few rows, not an image.
+// widest vertical kernel needs, and each output row is summed from the ring as soon as its last
+// source row is in. Output rows need source rows in order, so a row is dropped only when no later
+// output row can need it. The ring stays in cache (a whole horizontally resampled image did not:
+// 12 MB for a 1440x900 -> 1080x675 resample, written once and read six times) and the memory is
+// a few rows, not an image. Rows are pushed, so that a decoder's or another resampler's rows can
+// be taken as they are finished (rows.c).
+attache_status attache_resizer_init(attache_resizer *r, int in_width, int in_height, int channels, int width, int height) {
+    memset(r, 0, sizeof *r);
+    if (width <= 0 || height <= 0 || in_width <= 0 || in_height <= 0 || channels < 1 || channels > 4) return ATTACHE_ERR_INVALID;
+    r->in_width = in_width;
+    r->width = width;
+    r->height = height;
+    r->channels = channels;
+    const size_t row = (size_t)width * channels;
+    r->h = contributions(in_width, width, &r->h_weights);
+    r->v = contributions(in_height, height, &r->v_weights);
+    r->ring = 1;
+    if (r->v) for (int y = 0; y < height; y++) if (r->v[y].count > r->ring) r->ring = r->v[y].count;
+    r->wide = malloc(sizeof(float4) * (size_t)in_width);
+    r->rows = malloc(sizeof(float) * row * r->ring);
+    r->acc = malloc(sizeof(float) * row);
+    r->pixels = malloc(row * height);
+    if (!r->h || !r->v || !r->wide || !r->rows || !r->acc || !r->pixels) {
+        attache_resizer_free(r);
+        return ATTACHE_ERR_NOMEM;
+    }
+    return ATTACHE_OK;
+}
+
+void attache_resizer_push(attache_resizer *r, const uint8_t *src) {
+    if (r->made == r->height) return;  // every output row is made: the rest are not needed
+    const int c = r->channels;
+    const size_t row = (size_t)r->width * c;
+    float *t = r->rows + (size_t)(r->pushed % r->ring) * row;
+    // With the channel count a constant, the per-channel loops unroll.
+    switch (c) {
+        case 1: horizontal_row(src, r->in_width, r->h, r->width, t, r->wide, 1); break;
+        case 2: horizontal_row(src, r->in_width, r->h, r->width, t, r->wide, 2); break;
+        case 3: horizontal_row(src, r->in_width, r->h, r->width, t, r->wide, 3); break;
+        default: horizontal_row(src, r->in_width, r->h, r->width, t, r->wide, 4); break;
+    }
+    r->pushed++;
+    for (; r->made < r->height && r->v[r->made].start + r->v[r->made].count <= r->pushed; r->made++) {
+        const contribution *k = &r->v[r->made];
+        uint8_t *d = r->pixels + (size_t)r->made * row;
+        float *acc = r->acc;
+        // Tap by tap over whole rows: contiguous, so the compiler vectorises it.
+        memset(acc, 0, sizeof(float) * row);
+        for (int j = 0; j < k->count; j++) {
+            const float *from = r->rows + (size_t)((k->start + j) % r->ring) * row;
+            const float w = k->weights[j];
+            for (size_t x = 0; x < row; x++) acc[x] += from[x] * w;
+        }
+        for (size_t x = 0; x < row; x++) d[x] = clamp8(acc[x]);
+        if (c == 4) {  // premultiplied: colour can never exceed alpha
+            for (int x = 0; x < r->width; x++) {
+                uint8_t a = d[x * 4 + 3];
+                for (int ch = 0; ch < 3; ch++) if (d[x * 4 + ch] > a) d[x * 4 + ch] = a;
+            }
+        }
+        if (r->row_made) r->row_made(r->context, d, r->made);
+    }
+}
+
+void attache_resizer_take(attache_resizer *r, attache_image *out) {
+    out->pixels = r->pixels;
+    out->width = r->width;
+    out->height = r->height;
+    out->channels = r->channels;
+    r->pixels = NULL;
+}
+
+void attache_resizer_free(attache_resizer *r) {
+    free(r->h); free(r->h_weights); free(r->v); free(r->v_weights);
+    free(r->wide); free(r->rows); free(r->acc); free(r->pixels);
+    memset(r, 0, sizeof *r);
+}
+
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
     return attache_resize_rows(in, width, height, out, NULL);
 }
 
 attache_status attache_resize_rows(const attache_image *in, int width, int height, attache_image *out, attache_rows *gate) {
+    return attache_resize_rows_with(in, width, height, out, gate, NULL, NULL);
+}
+
+attache_status attache_resize_rows_with(const attache_image *in, int width, int height, attache_image *out, attache_rows *gate,
+                                        attache_row_fn row_made, void *context) {
     memset(out, 0, sizeof *out);
-    const int c = in->channels;
-    if (width <= 0 || height <= 0 || in->width <= 0 || in->height <= 0 || c < 1 || c > 4) return ATTACHE_ERR_INVALID;
-    const size_t row = (size_t)width * c;
-    float *hs = NULL, *vs = NULL;
-    contribution *h = contributions(in->width, width, &hs);
-    contribution *v = contributions(in->height, height, &vs);
-    int ring = 1;
-    if (v) for (int y = 0; y < height; y++) if (v[y].count > ring) ring = v[y].count;
-    float4 *wide = malloc(sizeof(float4) * (size_t)in->width);
-    float *rows = malloc(sizeof(float) * row * ring);
-    float *acc = malloc(sizeof(float) * row);
-    uint8_t *dst = malloc(row * height);
-    attache_status status = ATTACHE_OK;
-    if (!h || !v || !wide || !rows || !acc || !dst) {
-        status = ATTACHE_ERR_NOMEM;
-        goto done;
-    }
-    int next = 0;  // the next source row to resample horizontally
+    attache_resizer resizer, *r = &resizer;
+    attache_status status = attache_resizer_init(r, in->width, in->height, in->channels, width, height);
+    if (status != ATTACHE_OK) return status;
+    r->row_made = row_made;
+    r->context = context;
     int final = gate ? 0 : in->height;  // source rows known to be finished
-    for (int y = 0; y < height; y++) {
-        const contribution *k = &v[y];
-        for (; next < k->start + k->count; next++) {
-            if (next >= final) final = attache_rows_wait(gate, next);
-            if (next >= final || (gate && attache_rows_abandoned(gate))) {
-                status = ATTACHE_ERR_ABORTED;  // the decoder ended without them, or is freeing them
-                goto done;
-            }
-            const uint8_t *src = in->pixels + (size_t)next * in->width * c;
-            float *t = rows + (size_t)(next % ring) * row;
-            // With the channel count a constant, the per-channel loops unroll.
-            switch (c) {
-                case 1: horizontal_row(src, in->width, h, width, t, wide, 1); break;
-                case 2: horizontal_row(src, in->width, h, width, t, wide, 2); break;
-                case 3: horizontal_row(src, in->width, h, width, t, wide, 3); break;
-                default: horizontal_row(src, in->width, h, width, t, wide, 4); break;
-            }
+    for (int next = 0; r->made < height; next++) {
+        if (next >= final) final = attache_rows_wait(gate, next);
+        if (next >= final || (gate && attache_rows_abandoned(gate))) {
+            attache_resizer_free(r);
+            return ATTACHE_ERR_ABORTED;  // the decoder ended without them, or is freeing them
         }
-        uint8_t *d = dst + (size_t)y * row;
-        // Tap by tap over whole rows: contiguous, so the compiler vectorises it.
-        memset(acc, 0, sizeof(float) * row);
-        for (int j = 0; j < k->count; j++) {
-            const float *src = rows + (size_t)((k->start + j) % ring) * row;
-            const float w = k->weights[j];
-            for (size_t x = 0; x < row; x++) acc[x] += src[x] * w;
-        }
-        for (size_t x = 0; x < row; x++) d[x] = clamp8(acc[x]);
-        if (c == 4) {  // premultiplied: colour can never exceed alpha
-            for (int x = 0; x < width; x++) {
-                uint8_t a = d[x * 4 + 3];
-                for (int ch = 0; ch < 3; ch++) if (d[x * 4 + ch] > a) d[x * 4 + ch] = a;
-            }
-        }
+        attache_resizer_push(r, in->pixels + (size_t)next * in->width * in->channels);
     }
-    out->pixels = dst;
-    out->width = width;
-    out->height = height;
-    out->channels = c;
-    dst = NULL;
-done:
-    free(h); free(hs); free(v); free(vs); free(wide); free(rows); free(acc); free(dst);
-    return status;
+    attache_resizer_take(r, out);
+    attache_resizer_free(r);
+    return ATTACHE_OK;
 }
 
 void attache_fit_size(int width, int height, int edge, int *fit_width, int *fit_height) {

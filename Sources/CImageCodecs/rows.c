@@ -3,6 +3,7 @@
 // other, the resample (7-10 ms) and the decode (32 ms) add up, and a render could not come within
 // 1.3x of djpeg's time for the decode alone (issue 19).
 #include "rows.h"
+#include "jpeg_writer.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,73 @@ int attache_rows_wait(attache_rows *rows, int row) {
     return ready;
 }
 
+int attache_icc_is_rgb(const uint8_t *icc, size_t length) {
+    return icc && length >= 132 && memcmp(icc + 16, "RGB ", 4) == 0;
+}
+
 typedef struct {
     attache_rows *rows;
     int edge;
     attache_status status;
     attache_image resized;
+    const attache_decode_options *options;  // the decoder's profile, once it has begun its rows
+    attache_display_extras *extras;
+    attache_resizer thumbnail;  // live while `thumbnail_live`
+    int thumbnail_live;
+    attache_jpeg_writer *writer;  // NULL once failed
 } resample_job;
+
+// Each row of the display copy, as soon as it is final: into the thumbnail's resampler and the
+// encoder. The thumbnail's rows come from the copy's, as they would from the finished copy.
+static void row_made(void *context, const uint8_t *row, int y) {
+    (void)y;
+    resample_job *job = context;
+    if (job->thumbnail_live) attache_resizer_push(&job->thumbnail, row);
+    if (job->writer && attache_jpeg_writer_row(job->writer, row) != ATTACHE_OK) {
+        attache_jpeg_writer_free(job->writer);  // the caller encodes the copy itself, and hears why
+        job->writer = NULL;
+    }
+}
+
+// Starts what `extras` asks for on a copy of `width` x `height` made from `in`.
+static void begin_extras(resample_job *job, const attache_image *in, int width, int height) {
+    attache_display_extras *extras = job->extras;
+    if (!extras) return;
+    if (extras->thumbnail_edge > 0) {
+        int tw, th;
+        attache_fit_size(width, height, extras->thumbnail_edge, &tw, &th);
+        if ((tw != width || th != height) &&
+            attache_resizer_init(&job->thumbnail, width, height, in->channels, tw, th) == ATTACHE_OK)
+            job->thumbnail_live = 1;
+    }
+    if (extras->jpeg_quality > 0 && in->channels == 3) {
+        const attache_decode_options *o = job->options;
+        int rgb = attache_icc_is_rgb(o->icc, o->icc_length);
+        if (attache_jpeg_writer_begin(&job->writer, width, height, extras->jpeg_quality, rgb ? o->icc : NULL,
+                                      rgb ? o->icc_length : 0) != ATTACHE_OK) {
+            attache_jpeg_writer_free(job->writer);
+            job->writer = NULL;
+        }
+    }
+}
+
+// Hands over what was made once the copy is whole (`made`), else frees it.
+static void end_extras(resample_job *job, int made) {
+    attache_display_extras *extras = job->extras;
+    if (job->thumbnail_live) {
+        if (made && job->thumbnail.made == job->thumbnail.height) attache_resizer_take(&job->thumbnail, &extras->thumbnail);
+        attache_resizer_free(&job->thumbnail);
+        job->thumbnail_live = 0;
+    }
+    if (job->writer) {
+        if (made && attache_jpeg_writer_finish(job->writer, &extras->jpeg, &extras->jpeg_length) != ATTACHE_OK) {
+            extras->jpeg = NULL;
+            extras->jpeg_length = 0;
+        }
+        attache_jpeg_writer_free(job->writer);
+        job->writer = NULL;
+    }
+}
 
 static void *resample(void *context) {
     resample_job *job = context;  // its status starts as ATTACHE_ERR_ABORTED
@@ -63,8 +125,13 @@ static void *resample(void *context) {
     if (in.pixels) {
         int width, height;
         attache_fit_size(in.width, in.height, job->edge, &width, &height);
-        job->status = width == in.width && height == in.height ? ATTACHE_OK
-                                                               : attache_resize_rows(&in, width, height, &job->resized, rows);
+        if (width == in.width && height == in.height) {
+            job->status = ATTACHE_OK;
+        } else {
+            begin_extras(job, &in, width, height);
+            job->status = attache_resize_rows_with(&in, width, height, &job->resized, rows, row_made, job);
+            end_extras(job, job->status == ATTACHE_OK);
+        }
     }
     pthread_mutex_lock(&rows->lock);
     rows->reader_done = 1;
@@ -74,14 +141,20 @@ static void *resample(void *context) {
 }
 
 attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *data, size_t length,
-                                      attache_decode_options *options, int edge, attache_image *out, attache_image *resized) {
+                                      attache_decode_options *options, int edge, attache_image *out, attache_image *resized,
+                                      attache_display_extras *extras) {
     memset(out, 0, sizeof *out);
     memset(resized, 0, sizeof *resized);
+    if (extras) {
+        memset(&extras->thumbnail, 0, sizeof extras->thumbnail);
+        extras->jpeg = NULL;
+        extras->jpeg_length = 0;
+    }
     attache_rows rows;
     memset(&rows, 0, sizeof rows);
     pthread_mutex_init(&rows.lock, NULL);
     pthread_cond_init(&rows.changed, NULL);
-    resample_job job = { .rows = &rows, .edge = edge, .status = ATTACHE_ERR_ABORTED };
+    resample_job job = { .rows = &rows, .edge = edge, .status = ATTACHE_ERR_ABORTED, .options = options, .extras = extras };
     pthread_t thread;
     if (pthread_create(&thread, NULL, resample, &job) != 0) {  // no thread: one after the other
         pthread_mutex_destroy(&rows.lock);
@@ -102,14 +175,19 @@ attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *d
     pthread_join(thread, NULL);
     pthread_mutex_destroy(&rows.lock);
     pthread_cond_destroy(&rows.changed);
+    if (status == ATTACHE_OK && job.status != ATTACHE_OK) {
+        attache_image_free(out);
+        status = job.status;
+    }
     if (status != ATTACHE_OK) {
         attache_image_free(&job.resized);
+        if (extras) {
+            attache_image_free(&extras->thumbnail);
+            attache_buffer_free(extras->jpeg);
+            extras->jpeg = NULL;
+            extras->jpeg_length = 0;
+        }
         return status;
-    }
-    if (job.status != ATTACHE_OK) {
-        attache_image_free(out);
-        attache_image_free(&job.resized);
-        return job.status;
     }
     *resized = job.resized;
     return ATTACHE_OK;

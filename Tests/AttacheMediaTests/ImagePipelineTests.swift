@@ -107,6 +107,47 @@ import Testing
         }
     }
 
+    /// What the resampling thread makes of the display copy's rows as they are final — the
+    /// thumbnail's resample and the JPEG encode — is what resize and encode make of the finished
+    /// copy, byte for byte, the source's RGB profile included (a grey one left out). An RGBA copy
+    /// is not encoded there (it may go out as PNG); a copy that needs no thumbnail resample gets none.
+    @Test(arguments: [("photo.jpg", 8), ("progressive.jpg", 3), ("alpha.png", 1), ("photo.webp", 1),
+                      ("rgb-profile", 8), ("grey-profile", 8)])
+    func theThumbnailAndEncodeBesideTheResampleAreTheOnesAfterIt(_ name: String, _ eighths: Int) throws {
+        let bytes: [UInt8]
+        if name.hasSuffix("-profile") {  // a JPEG carrying a profile, made by the encoder
+            let samples: [UInt8] = (0..<(300 * 400 * 3)).map { (i: Int) -> UInt8 in UInt8(truncatingIfNeeded: i / 3 % 400 + i % 3 * 40) }
+            let gradient = Pixels(width: 400, height: 300, channels: 3, samples: samples)
+            var profile = [UInt8](repeating: 7, count: 200)
+            profile.replaceSubrange(16..<20, with: Array((name == "rgb-profile" ? "RGB " : "GRAY").utf8))
+            gradient.icc = profile
+            bytes = try ImageCodecs.encode(gradient, quality: 90).bytes
+        } else {
+            bytes = Fixtures.bytes(name)
+        }
+        let format = try pipeline.inspect(bytes).format
+        var plan = DecodePlan()
+        plan.jpegScaleEighths = eighths
+        try bytes.withUnsafeBytes { raw in
+            let made = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(),
+                                              fitting: 120, thumbnailEdge: 50, jpegQuality: 77)
+            let fitted = try #require(made.fitted)
+            let thumbnail = try #require(made.thumbnail)
+            #expect(thumbnail.samples == (try pipeline.scaled(fitted, clip: nil, edge: 50)).samples)
+            if fitted.hasAlpha {
+                #expect(made.encoded == nil)
+            } else {
+                let encoded = try #require(made.encoded)
+                #expect(encoded == (try ImageCodecs.encode(fitted, quality: 77)).bytes)
+                #expect(name != "rgb-profile" || fitted.icc != nil)
+                #expect(name != "grey-profile" || fitted.icc == nil)
+            }
+            let fits = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(),
+                                              fitting: 120, thumbnailEdge: 10_000, jpegQuality: nil)
+            #expect(fits.thumbnail == nil && fits.encoded == nil)
+        }
+    }
+
     /// A JPEG of several scans decoded below 8/8 keeps only the coefficients its IDCT reads
     /// (coefficients.c): its pixels are those libjpeg makes from its own buffer of every
     /// coefficient, bit for bit, at every scale and for every layout of components and scans.

@@ -121,13 +121,30 @@ attache_status attache_resize(const attache_image *in, int width, int height, at
 /// display copy and thumbnail is resampled to, here and on the resampler's thread.
 void attache_fit_size(int width, int height, int edge, int *fit_width, int *fit_height);
 typedef attache_status (*attache_decode_fn)(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out);
+/// What attache_decode_resized can also make of the resampled copy while it is being made. Each
+/// output is bit for bit what the same operation would make of the finished copy (attache_resize,
+/// attache_jpeg_encode), or left empty — the copy already fit, it is not RGB, a step failed —
+/// for the caller to make it the usual way.
+typedef struct {
+    int thumbnail_edge;       // > 0: the copy resampled to fit this edge too
+    int jpeg_quality;         // > 0: the copy encoded as JPEG at this quality, with the decoder's RGB profile
+    attache_image thumbnail;  // out
+    uint8_t *jpeg;            // out (attache_buffer_free)
+    size_t jpeg_length;
+} attache_display_extras;
 /// `decode`, and on a second thread the resample of what it decodes to fit `edge` pixels
 /// (attache_fit_size), reading
 /// each row as soon as the decoder has finished it: bit for bit what attache_resize would make
 /// after the decode, in the time of the decode plus the last rows. `resized` is left empty
 /// when the decoded image already fits. The decoder's status wins; on failure both are empty.
+/// `extras` (may be NULL) asks the same thread for more from the resampled rows as they are
+/// final, so that little is left to do after the decode's last row.
 attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *data, size_t length,
-                                      attache_decode_options *options, int edge, attache_image *out, attache_image *resized);
+                                      attache_decode_options *options, int edge, attache_image *out, attache_image *resized,
+                                      attache_display_extras *extras);
+/// Whether an ICC profile describes RGB (its data colour space), so it fits the RGB pixels made
+/// from an image: a grey or CMYK one does not.
+int attache_icc_is_rgb(const uint8_t *icc, size_t length);
 attache_status attache_crop(const attache_image *in, int x, int y, int width, int height, attache_image *out);
 /// Applies an EXIF orientation (1-8), so the result is upright.
 attache_status attache_orient(const attache_image *in, int orientation, attache_image *out);
