@@ -1,6 +1,6 @@
 import CDigest
 
-/// SHA-256 by OpenSSL (libcrypto's EVP interface, loaded on first use: CDigest), incremental or
+/// SHA-256 by OpenSSL (libcrypto's SHA256_* functions, loaded on first use: CDigest), incremental or
 /// over a whole buffer (a mapped body), without its hand-written predecessor's copy to pad it.
 /// One hasher per body; not for use from two threads at once. libcrypto failing (missing, or out
 /// of memory) is an error for the caller, never a crash.

@@ -1,4 +1,4 @@
-// SHA-256 by libcrypto (OpenSSL 3's EVP interface, the copy libcurl links as well), loaded with
+// SHA-256 by libcrypto (OpenSSL 3's SHA256_* functions, the copy libcurl links as well), loaded with
 // dlopen on first use: a command that hashes nothing (a thumbnail, a probe) does not pay for
 // loading and relocating libcrypto at start, 0.6 ms of every process.
 #ifndef ATTACHE_DIGEST_H
