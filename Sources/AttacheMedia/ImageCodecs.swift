@@ -162,37 +162,45 @@ enum ImageCodecs {
     /// `mapped`: the bytes are a read-only file mapping, given back as they are read.
     static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
                        fitting edge: Int?, mapped: Bool = false) throws -> (decoded: Pixels, fitted: Pixels?) {
-        try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: edge, extras: nil, mapped: mapped)
+        let (decoded, fitted) = try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: edge,
+                                           extras: nil, mapped: mapped)
+        guard let decoded else { throw MediaError(.invalidMedia, "\(format.rawValue): the decoder made no image") }
+        return (decoded, fitted)
     }
 
     /// A decode with its display copy (`fitted`, nil when the decoded pixels already fit), and what
     /// the thread that resamples the copy made of its rows as they were final: `thumbnail`, the
     /// copy resampled to fit `thumbnailEdge` (when asked, and smaller than the copy), and `encoded`,
     /// the copy as JPEG at `jpegQuality` (when asked, and RGB). Each is what resize and encode
-    /// would make of the finished copy; nil ones are for the caller to make.
+    /// would make of the finished copy; nil ones are for the caller to make. Without
+    /// `keepDecoded`, `decoded` is nil when the decoder kept only a ring of rows for the resample
+    /// (attache_display_extras.ring_rows): never when the decoded pixels already fit.
     struct DisplayDecode {
-        let decoded: Pixels
+        let decoded: Pixels?
         let fitted: Pixels?
         let thumbnail: Pixels?
         let encoded: [UInt8]?
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits, abort: AbortFlag,
-                       fitting edge: Int, thumbnailEdge: Int?, jpegQuality: Int?, mapped: Bool = false) throws -> DisplayDecode {
+                       fitting edge: Int, thumbnailEdge: Int?, jpegQuality: Int?, keepDecoded: Bool = true,
+                       ringRows: Int = 64, mapped: Bool = false) throws -> DisplayDecode {
         var extras = attache_display_extras()
         extras.thumbnail_edge = Int32(clamping: thumbnailEdge ?? 0)
         extras.jpeg_quality = Int32(clamping: jpegQuality ?? 0)
+        extras.ring_rows = keepDecoded ? 0 : Int32(clamping: ringRows)
         let (decoded, fitted) = try decode(bytes, format: format, plan: plan, limits: limits, abort: abort, fitting: edge,
                                            extras: &extras, mapped: mapped)
         defer { attache_buffer_free(extras.jpeg) }
+        guard let source = decoded ?? fitted else { throw MediaError(.invalidMedia, "\(format.rawValue): the decoder made no image") }
         return DisplayDecode(decoded: decoded, fitted: fitted,
-                             thumbnail: extras.thumbnail.pixels == nil ? nil : derived(extras.thumbnail, from: decoded),
+                             thumbnail: extras.thumbnail.pixels == nil ? nil : derived(extras.thumbnail, from: source),
                              encoded: extras.jpeg.map { Array(UnsafeBufferPointer(start: $0, count: extras.jpeg_length)) })
     }
 
     private static func decode(_ bytes: UnsafeRawBufferPointer, format: MediaFormat, plan: DecodePlan, limits: MediaLimits,
                                abort: AbortFlag, fitting edge: Int?, extras: UnsafeMutablePointer<attache_display_extras>?,
-                               mapped: Bool) throws -> (decoded: Pixels, fitted: Pixels?) {
+                               mapped: Bool) throws -> (decoded: Pixels?, fitted: Pixels?) {
         var options = decodeOptions(plan: plan, limits: limits, abort: abort)
         options.release_behind = mapped ? 1 : 0
         var out = attache_image()
@@ -211,9 +219,12 @@ enum ImageCodecs {
         withExtendedLifetime(abort) {}
         let icc = takeProfile(&options)
         try check(status, message(&options), what: format.rawValue)
+        let fitted = resized.pixels == nil ? nil : Pixels(resized)
+        fitted?.icc = icc
+        guard out.pixels != nil else { return (nil, fitted) }  // a ring was kept, not the image
         let pixels = Pixels(out)
         pixels.icc = icc
-        return (pixels, resized.pixels == nil ? nil : derived(resized, from: pixels))
+        return (pixels, fitted)
     }
 
     /// What the library of a converted format reads from its header: size, frames, alpha.

@@ -216,18 +216,24 @@ public struct ImagePipeline: Sendable {
         // The display copy's resample runs beside the decode, on the rows it has finished, and
         // hands each of its own rows on as it is made: to the thumbnail's resample (unless the
         // thumbnail is a clip) and to the encoder (when the copy needs no turning upright). After
-        // the decode's last row, only the encoder's Huffman pass and the thumbnail's encode are left.
+        // the decode's last row, only the encoder's Huffman pass and the thumbnail's encode are
+        // left. The thumbnail comes from the copy's pixels when they are enough for it (a third
+        // of the pixels to resample); then, with no Android copy, nothing needs the decoded image
+        // itself, and the decoder keeps only a ring of rows for the resample.
+        let decodedSize = decodedSize(header, plan: plan)
+        let copySize = ImageCodecs.fit(width: decodedSize.width, height: decodedSize.height, edge: options.displaySize)
+        let thumbnailFromCopy = max(copySize.width, copySize.height) >= thumbnailTarget(options)
         let made = try ImageCodecs.decode(bytes, format: header.format, plan: plan, limits: limits, abort: abort,
                                           fitting: options.displaySize,
                                           thumbnailEdge: options.clip == nil ? options.thumbnailSize : nil,
-                                          jpegQuality: header.orientation <= 1 ? options.jpegQuality : nil, mapped: mapped)
-        let decoded = made.decoded
-        let scaled = try made.fitted ?? scaled(decoded, clip: nil, edge: options.displaySize)
+                                          jpegQuality: header.orientation <= 1 ? options.jpegQuality : nil,
+                                          keepDecoded: options.androidSize != nil || !thumbnailFromCopy, mapped: mapped)
+        guard let scaledOrDecoded = made.fitted ?? made.decoded else { throw MediaError(.invalidMedia, "no pixels decoded") }
+        let scaled = made.fitted == nil ? try scaled(scaledOrDecoded, clip: nil, edge: options.displaySize) : scaledOrDecoded
+        let decoded = made.decoded ?? scaled
         // Both threads read `scaled`: the encoder's one change to it (an unused alpha channel
         // dropped) is made before they start.
         ImageCodecs.dropUnusedAlpha(scaled)
-        // The thumbnail from the display copy's pixels when they are enough for it: a third of
-        // the pixels to resample.
         let fromCopy = max(scaled.width, scaled.height) >= thumbnailTarget(options)
         let thumbnail = fromCopy ? made.thumbnail : nil
         if let encoded = made.encoded {
@@ -244,6 +250,15 @@ public struct ImagePipeline: Sendable {
         })
         rendition.display = display
         return rendition
+    }
+
+    /// The size a decoder hands out with `plan`: a JPEG's DCT scale, then the box shrink.
+    func decodedSize(_ header: ImageHeader, plan: DecodePlan) -> (width: Int, height: Int) {
+        func size(_ edge: Int) -> Int {
+            let scaled = header.format == .jpeg ? plan.jpegScaled(edge) : edge
+            return (scaled + plan.boxShrink - 1) / plan.boxShrink
+        }
+        return (size(header.width), size(header.height))
     }
 
     /// The thumbnail's longest edge over the clipped share of the source: what the source must

@@ -177,8 +177,12 @@ attache_status attache_resize_rows_with(const attache_image *in, int width, int 
             attache_resizer_free(r);
             return ATTACHE_ERR_ABORTED;  // the decoder ended without them, or is freeing them
         }
-        attache_resizer_push(r, in->pixels + (size_t)next * in->width * in->channels);
+        // Within a ring, the row is in its slot until it is given back, right after.
+        int ring = gate ? gate->ring : 0;
+        attache_resizer_push(r, in->pixels + (size_t)(ring ? next % ring : next) * in->width * in->channels);
+        if (ring) attache_rows_consumed(gate, next + 1);
     }
+    if (gate && gate->ring) attache_rows_consumed(gate, in->height);  // the rest are not needed
     attache_resizer_take(r, out);
     attache_resizer_free(r);
     return ATTACHE_OK;

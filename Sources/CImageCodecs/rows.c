@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void attache_rows_begin(attache_rows *rows, const attache_image *image) {
+void attache_rows_begin(attache_rows *rows, const attache_image *image, int ring) {
     pthread_mutex_lock(&rows->lock);
     rows->image = *image;
+    rows->ring = ring;
     rows->ready = 0;
     pthread_cond_broadcast(&rows->changed);
     pthread_mutex_unlock(&rows->lock);
@@ -36,8 +37,10 @@ void attache_rows_abandon(attache_rows *rows) {
 int attache_rows_wait(attache_rows *rows, int row) {
     pthread_mutex_lock(&rows->lock);
     if (rows->ready <= row) {
-        // A batch of rows (or the rest), so that the decoder wakes this thread rarely.
-        int batch = row + 32 < rows->image.height ? row + 32 : rows->image.height;
+        // A batch of rows (or the rest), so that the decoder wakes this thread rarely; within a
+        // ring, no more than it holds.
+        int step = rows->ring && rows->ring < 32 ? rows->ring : 32;
+        int batch = row + step < rows->image.height ? row + step : rows->image.height;
         rows->wanted = batch > row + 1 ? batch : row + 1;
         while (rows->ready <= row && !rows->ended) pthread_cond_wait(&rows->changed, &rows->lock);
         rows->wanted = 0;
@@ -49,6 +52,34 @@ int attache_rows_wait(attache_rows *rows, int row) {
 
 int attache_icc_is_rgb(const uint8_t *icc, size_t length) {
     return icc && length >= 132 && memcmp(icc + 16, "RGB ", 4) == 0;
+}
+
+int attache_rows_ring_for(const attache_rows *rows, int width, int height) {
+    if (!rows || rows->ring_wanted <= 0 || rows->ring_wanted >= height) return 0;
+    int fit_width, fit_height;
+    attache_fit_size(width, height, rows->edge, &fit_width, &fit_height);
+    return fit_width == width && fit_height == height ? 0 : rows->ring_wanted;
+}
+
+void attache_rows_wait_slot(attache_rows *rows, int row) {
+    if (!rows || !rows->ring) return;
+    pthread_mutex_lock(&rows->lock);
+    if (row - rows->consumed >= rows->ring && !rows->reader_done) {
+        // Woken for a batch of free slots, not each one (the rows before `row` are all final,
+        // so the resampler can free that many).
+        int batch = rows->ring > 16 ? 16 : 1;
+        rows->space_wanted = row - rows->ring + batch;
+        while (row - rows->consumed >= rows->ring && !rows->reader_done) pthread_cond_wait(&rows->changed, &rows->lock);
+        rows->space_wanted = 0;
+    }
+    pthread_mutex_unlock(&rows->lock);
+}
+
+void attache_rows_consumed(attache_rows *rows, int count) {
+    pthread_mutex_lock(&rows->lock);
+    rows->consumed = count;
+    if (rows->space_wanted && count >= rows->space_wanted) pthread_cond_broadcast(&rows->changed);
+    pthread_mutex_unlock(&rows->lock);
 }
 
 typedef struct {
@@ -154,6 +185,8 @@ attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *d
     memset(&rows, 0, sizeof rows);
     pthread_mutex_init(&rows.lock, NULL);
     pthread_cond_init(&rows.changed, NULL);
+    rows.edge = edge;
+    rows.ring_wanted = extras ? extras->ring_rows : 0;
     resample_job job = { .rows = &rows, .edge = edge, .status = ATTACHE_ERR_ABORTED, .options = options, .extras = extras };
     pthread_t thread;
     if (pthread_create(&thread, NULL, resample, &job) != 0) {  // no thread: one after the other
@@ -179,6 +212,7 @@ attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *d
         attache_image_free(out);
         status = job.status;
     }
+    if (rows.ring) attache_image_free(out);  // a ring of the last rows, not an image: nobody needs it
     if (status != ATTACHE_OK) {
         attache_image_free(&job.resized);
         if (extras) {

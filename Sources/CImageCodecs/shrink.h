@@ -14,10 +14,12 @@ typedef struct {
     int weighted;      // premultiplied colour is summed as value × alpha, divided by 255 once per output value
     attache_image image;
     attache_rows *rows;  // told of each finished row (NULL: nobody reads them before the end)
+    int ring;            // 0: `image` is the whole output; else a ring of this many rows (attache_rows)
 } attache_shrinker;
 
 int attache_shrinker_init(attache_shrinker *s, int in_width, int in_height, int channels, int factor, int premultiply);
-/// Publishes the output rows to `rows` (may be NULL) as they are finished, from now on.
+/// Publishes the output rows to `rows` (may be NULL) as they are finished, from now on; keeps
+/// only a ring of them when `rows` asks for one (attache_rows_ring_for).
 void attache_shrinker_watch(attache_shrinker *s, attache_rows *rows);
 void attache_shrinker_push(attache_shrinker *s, const uint8_t *row);
 /// Flushes a partial last block and hands the image over (the shrinker no longer owns it).

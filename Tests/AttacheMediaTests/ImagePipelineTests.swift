@@ -109,8 +109,9 @@ import Testing
 
     /// What the resampling thread makes of the display copy's rows as they are final — the
     /// thumbnail's resample and the JPEG encode — is what resize and encode make of the finished
-    /// copy, byte for byte, the source's RGB profile included (a grey one left out). An RGBA copy
-    /// is not encoded there (it may go out as PNG); a copy that needs no thumbnail resample gets none.
+    /// copy, byte for byte, the source's RGB profile included (a grey one left out), also when the
+    /// decoder keeps a ring of rows instead of the decoded image. An RGBA copy is not encoded there
+    /// (it may go out as PNG); a copy that needs no thumbnail resample gets none.
     @Test(arguments: [("photo.jpg", 8), ("progressive.jpg", 3), ("alpha.png", 1), ("photo.webp", 1),
                       ("rgb-profile", 8), ("grey-profile", 8)])
     func theThumbnailAndEncodeBesideTheResampleAreTheOnesAfterIt(_ name: String, _ eighths: Int) throws {
@@ -145,6 +146,20 @@ import Testing
             let fits = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(),
                                               fitting: 120, thumbnailEdge: 10_000, jpegQuality: nil)
             #expect(fits.thumbnail == nil && fits.encoded == nil)
+            // Not keeping the decoded image: a decoder that hands its rows over as it goes keeps
+            // a ring of them (of 1, 5 or 64 rows: the decoder waits for slots the resampler gives
+            // back), and everything made from the copy is the same.
+            for ring in [1, 5, 64] {
+                let ringed = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(),
+                                                    fitting: 120, thumbnailEdge: 50, jpegQuality: 77, keepDecoded: false, ringRows: ring)
+                #expect((ringed.decoded == nil) == (format == .jpeg || format == .png), "ring of \(ring)")
+                let (sameCopy, sameThumbnail) = (ringed.fitted?.samples == fitted.samples, ringed.thumbnail?.samples == thumbnail.samples)
+                #expect(sameCopy && sameThumbnail && ringed.encoded == made.encoded, "ring of \(ring)")
+            }
+            // Already fitting: the decoded image is kept, whatever was asked.
+            let kept = try ImageCodecs.decode(raw, format: format, plan: plan, limits: MediaLimits(), abort: AbortFlag(),
+                                              fitting: 10_000, thumbnailEdge: 50, jpegQuality: nil, keepDecoded: false, ringRows: 5)
+            #expect(kept.decoded != nil && kept.fitted == nil)
         }
     }
 

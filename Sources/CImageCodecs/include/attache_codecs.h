@@ -128,6 +128,10 @@ typedef attache_status (*attache_decode_fn)(const uint8_t *data, size_t length, 
 typedef struct {
     int thumbnail_edge;       // > 0: the copy resampled to fit this edge too
     int jpeg_quality;         // > 0: the copy encoded as JPEG at this quality, with the decoder's RGB profile
+    // > 0: the caller needs only what is made from the copy, not the decoded image: a decoder
+    // that hands its rows over as it goes (JPEG, PNG) keeps a ring of this many instead of the
+    // whole image, when the image does not fit `edge` already, and `out` comes back empty.
+    int ring_rows;
     attache_image thumbnail;  // out
     uint8_t *jpeg;            // out (attache_buffer_free)
     size_t jpeg_length;
@@ -136,7 +140,8 @@ typedef struct {
 /// (attache_fit_size), reading
 /// each row as soon as the decoder has finished it: bit for bit what attache_resize would make
 /// after the decode, in the time of the decode plus the last rows. `resized` is left empty
-/// when the decoded image already fits. The decoder's status wins; on failure both are empty.
+/// when the decoded image already fits (and `out` when a ring was kept, see `ring_rows`). The
+/// decoder's status wins; on failure both are empty.
 /// `extras` (may be NULL) asks the same thread for more from the resampled rows as they are
 /// final, so that little is left to do after the decode's last row.
 attache_status attache_decode_resized(attache_decode_fn decode, const uint8_t *data, size_t length,
