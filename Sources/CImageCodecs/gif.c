@@ -78,6 +78,10 @@ static attache_status next_image(GifFileType *gif, attache_decode_options *optio
     }
 }
 
+// What read_lzw returns when the caller's abort function said stop: told apart from the
+// problems of a stream by its address.
+static const char lzw_aborted[] = "aborted";
+
 // An LZW code stream read by GIF's rules: every code in the table as it grows (a code past it
 // is corrupt), the code width growing as the table does, clear codes, and `needed` pixels (the
 // frame's rectangle) before the end code or the data run out; `data` has 8 readable bytes past
@@ -157,7 +161,7 @@ static inline __attribute__((always_inline)) const char *read_lzw(const uint8_t 
         previous = count;
         previous_start = here;
         pixels += count;
-        if (base && (codes & 0xFFFF) == 0 && should_abort(options)) return "aborted";
+        if (base && (codes & 0xFFFF) == 0 && should_abort(options)) return lzw_aborted;
     }
     return NULL;
 }
@@ -236,7 +240,7 @@ static attache_status decode_frame(GifFileType *gif, attache_decode_options *opt
     if (problem) {
         free(*base);
         *base = NULL;
-        if (strcmp(problem, "aborted") == 0) return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
+        if (problem == lzw_aborted) return fail(gif, options, ATTACHE_ERR_ABORTED, "aborted");
         return does_not_decode(gif, options, frame, problem);
     }
     *pixels = *base + 256;
