@@ -1,4 +1,5 @@
-// Pixel operations on small images: resample, crop, orientation, alpha handling.
+// Pixel operations on small images: resample, crop, orientation, alpha handling; whether a
+// colour profile fits RGB pixels.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,10 @@ void attache_flatten_on_white(attache_image *image) {
         image->pixels[i * 3 + 2] = b;
     }
     image->channels = 3;
+}
+
+int attache_icc_is_rgb(const uint8_t *icc, size_t length) {
+    return icc && length >= 132 && memcmp(icc + 16, "RGB ", 4) == 0;
 }
 
 void attache_image_free(attache_image *image) {

@@ -50,10 +50,6 @@ int attache_rows_wait(attache_rows *rows, int row) {
     return ready;
 }
 
-int attache_icc_is_rgb(const uint8_t *icc, size_t length) {
-    return icc && length >= 132 && memcmp(icc + 16, "RGB ", 4) == 0;
-}
-
 int attache_rows_ring_for(const attache_rows *rows, int width, int height) {
     if (!rows || rows->ring_wanted <= 0 || rows->ring_wanted >= height) return 0;
     int fit_width, fit_height;
