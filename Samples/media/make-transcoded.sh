@@ -23,6 +23,14 @@ mkdir -p hostile
 # 100,000 frames of 2x2 pixels (1000 a second): more frames than any notification needs.
 $f -f lavfi -i color=c=red:size=2x2:rate=1000 -t 100 -c:v libx264 -preset ultrafast -g 100000 "$tmp/frames.mkv"
 cp "$tmp/frames.mkv" hostile/100k-frames.mkv
+# 160 frames on a 2000x2000 canvas (an 8-pixel square moving over gray): 640 million pixels to
+# decode, over what an animation may have to be converted, in 17 KB.
+$f -f lavfi -i "color=c=gray:s=2000x2000:r=10" -f lavfi -i "color=c=white:s=8x8:r=10" -t 16 \
+  -filter_complex "[0][1]overlay=x=n*8:y=n*8" -c:v libwebp_anim -quality 5 -loop 0 hostile/160-frames-2000px.webp
+# 700 s (past the 600 s movie limit) as live streams, which declare no duration: H.264 in
+# Matroska (copied packet by packet) and VP9 in WebM (encoded again).
+$f -f lavfi -i color=c=gray:size=16x16:rate=1 -t 700 -c:v libx264 -preset ultrafast -g 1000 -f matroska -live 1 hostile/live-700s.mkv
+$f -f lavfi -i color=c=gray:size=16x16:rate=1 -t 700 -c:v libvpx-vp9 -deadline realtime -cpu-used 8 -g 1000 -f webm -live 1 hostile/live-700s-vp9.webm
 # A clip whose packets stop decoding after the first second: its VP9 frames from there on are noise.
 python3 - clip-vp9.webm hostile/noise-after-1s.webm <<'PY'
 import sys, random

@@ -2,10 +2,12 @@
 /// service's request header, the worker's message header, the relay's): one rule, so the same
 /// `Attache-Deadline-Ms` value means the same budget wherever it is sent.
 ///
-/// - a whole number of milliseconds (ASCII digits, spaces around them ignored): that budget, at
-///   most `maximum`; `0` is a deadline already passed, answered at once (1 ms) with the original;
-/// - absent, empty, or anything else (`-5`, `1.5`, `2s`): `default`, as if it were absent — a
-///   malformed header never holds a payload back and never refuses one.
+/// - a whole number of milliseconds (ASCII digits, spaces and tabs around them ignored, however
+///   many digits): that budget, at most `maximum`; `0` is a deadline already passed, answered at
+///   once (1 ms) with the original;
+/// - absent, empty, or anything else (`-5`, `1.5`, `2s`, `5` and a no-break space): `default`, as
+///   if it were absent — a malformed header never holds a payload back and never refuses one
+///   (`isMalformed` tells a front door to log it).
 public struct DeadlinePolicy: Sendable, Equatable {
     /// The header a request or a message names its deadline in, and an answer the budget it got.
     public static let header = "Attache-Deadline-Ms"
@@ -36,10 +38,20 @@ public struct DeadlinePolicy: Sendable, Equatable {
         DeadlinePolicy(default: min(`default`, limit), maximum: min(maximum, limit))
     }
 
-    /// A header's whole milliseconds: 1 to 12 ASCII digits between optional spaces or tabs.
+    /// Whether a header was sent with a value that is not a deadline (then `default` applies).
+    /// Absent and empty are not malformed.
+    public static func isMalformed(_ value: String?) -> Bool {
+        guard let value, !value.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) else { return false }
+        return milliseconds(value) == nil
+    }
+
+    /// A header's whole milliseconds: ASCII digits between optional spaces or tabs. More than
+    /// twelve digits (over 31 years) read as twelve nines: above any maximum, so capped, never
+    /// an overflow and never the default.
     static func milliseconds(_ text: String) -> Int? {
         let digits = text.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
-        guard (1...12).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard digits.count <= 12 else { return 999_999_999_999 }
         return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 }

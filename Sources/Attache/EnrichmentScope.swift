@@ -17,6 +17,9 @@ public struct EnrichmentScope: Sendable {
     /// Results are cached per namespace: a scope never receives another namespace's result (its
     /// URLs would name another tenant's store). Tenants that share a namespace share results.
     public var cacheNamespace: String
+    /// Claims bytes from the scope's download budget as its media arrives (see
+    /// `FetchRequest.allowance`); nil: no budget.
+    public var downloadAllowance: (@Sendable (_ bytes: Int) -> Bool)?
 
     public init(name: String = "", store: (any MediaStore)? = nil, allowedHosts: HostAllowlist? = nil,
                 limits: MediaLimits? = nil, cacheNamespace: String = "") {

@@ -185,7 +185,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         return received.duration(to: .now).milliseconds
     }
 
-    /// Everything that changes what a URL renders to.
+    /// Everything that changes what a URL renders to, and what its attachment's URLs start with:
+    /// a record made under one base URL (or as `file://`, with none) is never answered under
+    /// another, though both name the same stored files.
     private func cacheKey(_ media: MediaRequest) -> String {
         let r = services.configuration.render
         let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
@@ -194,8 +196,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let l = limits
         let caps = scope.limits == nil ? "" : " l\(l.maxPixels),\(l.imageBytes),\(l.audioBytes),\(l.videoBytes),\(l.maxDuration)"
         let namespace = scope.cacheNamespace.isEmpty ? "" : "[\(scope.cacheNamespace)] "
-        return namespace + "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
-            + (androidCopy ? " android" : "") + transcode + caps
+        let render = "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
+        let base: String = store.urlBase
+        return namespace + render + (androidCopy ? " android" : "") + transcode + caps + " u" + base
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
@@ -436,6 +439,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
         request.trace = traces[index]
         request.allowedHosts = scope.allowedHosts
+        request.allowance = scope.downloadAllowance
         let fetchStart = since()
         update(index) { $0.timings.fetchStart = fetchStart }
         let logger = state.withLock { $0.request?.logger } ?? ExtensionRuntime.silent

@@ -22,7 +22,8 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case notMutable = "not-mutable", storeFailed = "store-failed", overloaded
         case clientGone = "client-gone", interrupted, ambiguousPayload = "ambiguous-payload"
         case extensionFailed = "extension-failed", invalidPayload = "invalid-payload"
-        case unknownTenant = "unknown-tenant", tenantLimited = "tenant-limited"
+        case unknownTenant = "unknown-tenant", tenantLimited = "tenant-limited", quotaExceeded = "quota-exceeded"
+        case originTooSlow = "origin-too-slow"
     }
     private let base: Base
     private init(base: Base) { self.base = base }
@@ -72,6 +73,14 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// service answers 429 instead).
     public static let tenantLimited = Reason(base: .tenantLimited)
 
+    /// The tenant's daily download quota ran out while its media was arriving: that transfer
+    /// stopped there (payloads admitted together share what was left, byte by byte).
+    public static let quotaExceeded = Reason(base: .quotaExceeded)
+
+    /// The origin sent almost nothing (under 1 KB a second) for two thirds of the time the
+    /// transfer had, at least 3 s: given up on before the deadline.
+    public static let originTooSlow = Reason(base: .originTooSlow)
+
     /// The reason for a fetch error; a body the media policy refused has the media's reason.
     /// Exhaustive: a new fetch code does not compile until it has its reason here.
     public init(_ error: FetchError) {
@@ -81,6 +90,8 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
         case .fetchFailed: self = .fetchFailed
         case .tooLarge: self = .tooLarge
         case .timeout: self = .timeout
+        case .quotaExceeded: self = .quotaExceeded
+        case .tooSlow: self = .originTooSlow
         case .rejected:
             // Attache's only prefix inspector is the media policy, which rejects with a MediaError.
             self = (error.rejection as? MediaError).map { Reason($0.code) } ?? .unsupportedType

@@ -73,6 +73,7 @@ public struct BatchRunner: Sendable {
 
     public func run(progress: @Sendable (BatchProgress) -> Void = { _ in }) async throws -> BatchProgress {
         let start = ContinuousClock.now
+        try configuration.checkDistinctFiles()
         var (items, identity) = try configuration.input.read()
         if let shard = configuration.shard {
             items = items.enumerated().filter { $0.offset % shard.count == shard.index }.map(\.element)

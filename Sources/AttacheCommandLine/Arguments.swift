@@ -5,7 +5,7 @@ import AttacheFetch
 import AttacheMedia
 
 public func parseDuration(_ text: String) throws -> Duration {
-    guard let d = DurationText.parse(text) else { throw ValidationError("not a duration: \(text) (use 300ms, 2s, 1.5s)") }
+    guard let d = DurationText.parse(text) else { throw ValidationError(DurationText.problem(text)) }
     return d
 }
 

@@ -65,7 +65,7 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Where downloaded media is decoded: process (sandboxed attache-decode helpers, found beside this executable: a crash or a bomb costs one attachment) or in-process [ATTACHE_ISOLATION; default process for serve, worker and batch, in-process for enrich and timeline].")
     var isolation: Isolation?
 
-    @Option(help: "Decoder helpers kept running with --isolation process, each decoding one file at a time [ATTACHE_DECODERS, default one per core].")
+    @Option(help: "Decoder helpers kept running with --isolation process, each decoding one file at a time [ATTACHE_DECODERS, default one per core, two at least]. Movies and big animations run on all but one of them: the last is kept for images.")
     var decoders: Int?
 
     public init() {}
@@ -75,8 +75,17 @@ public struct EnrichOptionGroup: ParsableArguments {
     public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = DeadlinePolicy.standardDefault,
                         defaultIsolation: Isolation = .process) throws -> Enrichment.Configuration {
         var options = Enrichment.Configuration()
-        options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
         options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
+        // A deadline asked for above the maximum is refused (a header asking as much would be
+        // capped: the two would disagree); a command's own default gives way to a lower maximum.
+        let deadlineGiven = deadline != nil || settings.source.value(of: "ATTACHE_DEADLINE") != nil
+        options.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline",
+                                                 default: min(defaultDeadline, options.maxDeadline))
+        if deadlineGiven, options.deadline > options.maxDeadline {
+            throw ValidationError("\(deadline != nil ? "--deadline" : "ATTACHE_DEADLINE") \(DurationText.format(options.deadline)) is above "
+                + "the longest deadline, \(DurationText.format(options.maxDeadline)) (\(maxDeadline != nil ? "--max-deadline" : "ATTACHE_MAX_DEADLINE, default 30s")): "
+                + "lower it or raise --max-deadline")
+        }
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
         options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR", default: options.mediaDirectory)
         if let text = settings.string(store, "ATTACHE_STORE") {

@@ -136,7 +136,11 @@ public struct Settings: Sendable {
 
     /// A duration (300ms, 2s); `positive` refuses zero.
     public func duration(_ flag: Duration?, _ variable: String, option: String, default value: Duration, positive: Bool = true) throws -> Duration {
-        let given = try flag ?? parsed(variable, as: "a duration (300ms, 2s, 1.5s)") { DurationText.parse($0) }
+        var given = flag
+        if given == nil, let raw = source.value(of: variable) {
+            guard let d = DurationText.parse(raw) else { throw ValidationError("\(variable)=\"\(raw)\" \(DurationText.hint(raw))") }
+            given = d
+        }
         let resolved = given ?? value
         guard resolved > .zero || (!positive && resolved == .zero) else {
             throw ValidationError("\(origin(flag != nil, option, variable)) must be \(positive ? "positive" : "zero or more")")

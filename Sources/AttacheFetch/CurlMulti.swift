@@ -145,7 +145,7 @@ final class CurlTransfer: @unchecked Sendable {
         try setString(CURLOPT_USERAGENT, settings.userAgent)
         if let caFile = settings.caFile { try setString(CURLOPT_CAINFO, caFile) }
         try setLong(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
-        try setLong(CURLOPT_LOW_SPEED_TIME, settings.lowSpeedTime)
+        try setLong(CURLOPT_LOW_SPEED_TIME, lowSpeedWindow)
         try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes)), "setopt")
         // No CURLOPT_ACCEPT_ENCODING: media is compressed already, and a gzip bomb must stay small.
 
@@ -333,6 +333,16 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// Seconds under `lowSpeedLimit` bytes a second after which the origin is given up on: two
+    /// thirds of the time this transfer has (at least the configured window; 0 keeps it off). A
+    /// long deadline is not cut short by a fixed window: an origin that is slow to start but
+    /// then sends, within the deadline, is waited for.
+    var lowSpeedWindow: Int {
+        guard settings.lowSpeedTime > 0 else { return 0 }
+        let budget = max(0, ContinuousClock.now.duration(to: deadline).seconds)
+        return max(settings.lowSpeedTime, min(3600, Int((budget * 2 / 3).rounded(.up))))
+    }
+
     // MARK: callbacks (engine thread)
 
     /// Returns false to abort the transfer.
@@ -346,6 +356,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if received + buffer.count > cap {
             failure = FetchError(.tooLarge, "body exceeds \(cap) bytes", status: lastStatus)
+            return false
+        }
+        if let allowance = request.allowance, !allowance(buffer.count) {
+            failure = FetchError(.quotaExceeded, "the daily download quota ran out after \(received) bytes of this body", status: lastStatus)
             return false
         }
         received += buffer.count
@@ -469,7 +483,8 @@ final class CurlTransfer: @unchecked Sendable {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             if ContinuousClock.now >= deadline - .milliseconds(5) { return timeoutError() }
-            return FetchError(.fetchFailed, "transfer too slow: \(message)", status: lastStatus)
+            return FetchError(.tooSlow, "the origin sent under \(settings.lowSpeedLimit) bytes a second for \(lowSpeedWindow) s "
+                + "(\(received) bytes had arrived)", status: lastStatus == 0 ? nil : lastStatus)
         case CURLE_FILESIZE_EXCEEDED:
             return FetchError(.tooLarge, message, status: lastStatus)
         default:

@@ -13,7 +13,8 @@ public final class FetchEngine: Sendable {
     public struct Configuration: Sendable {
         public var policy: AddressPolicy
         public var connectTimeout: Duration
-        /// Abort when slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds.
+        /// Abort when slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds, or for two
+        /// thirds of the transfer's time when that is longer (code `tooSlow`); 0 seconds: never.
         public var lowSpeedLimit: Int
         public var lowSpeedTime: Int
         /// Used only when set; proxy environment variables are otherwise ignored.

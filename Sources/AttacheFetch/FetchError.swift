@@ -9,6 +9,8 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
             case tooLarge = "too-large"
             case timeout = "timeout"
             case rejected = "rejected"
+            case quotaExceeded = "quota-exceeded"
+            case tooSlow = "origin-too-slow"
         }
         package let base: Base
         private init(_ base: Base) { self.base = base }
@@ -25,6 +27,10 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         public static let timeout = Code(.timeout)
         /// The prefix inspector refused the body; its own error is `rejection`.
         public static let rejected = Code(.rejected)
+        /// The request's allowance (a tenant's daily download quota) ran out during the transfer.
+        public static let quotaExceeded = Code(.quotaExceeded)
+        /// The origin sent almost nothing for too long (see `FetchEngine.Configuration.lowSpeedLimit`).
+        public static let tooSlow = Code(.tooSlow)
 
         public var description: String { base.rawValue }
     }

@@ -47,6 +47,10 @@ public struct FetchRequest: Sendable {
     /// The hosts this request may reach, by name, on its first URL and every redirect (a tenant's
     /// media hosts); nil: any host (the address policy judges every connection either way).
     public var allowedHosts: HostAllowlist?
+    /// A budget shared with other transfers (a tenant's daily download quota): each chunk's bytes
+    /// are claimed from it as they arrive, before they are kept; a claim refused stops the
+    /// transfer (code `quotaExceeded`). Called on the engine's thread: quick, never blocking.
+    public var allowance: (@Sendable (_ bytes: Int) -> Bool)?
 
     public enum Method: String, Sendable {
         case get = "GET", head = "HEAD", put = "PUT", post = "POST"

@@ -62,8 +62,7 @@ struct EnrichController: Sendable {
             scope = tenants.scope(for: tenant)
             if let cap = tenant.maxDeadline { policy = policy.capped(at: cap) }
         }
-        var downloaded = 0
-        defer { if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) } }
+        defer { if let tenant { configuration.tenants?.leave(tenant) } }
 
         let body: ByteBuffer
         do {
@@ -81,7 +80,6 @@ struct EnrichController: Sendable {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
         }
-        downloaded = emission.report.downloadedBytes
         metrics.request(emission.report, tenant: tenant?.name)
         if let cache = enrichment.services.cache { metrics.warmed(cache.statistics.warmed) }
         logger.debug("payload answered", metadata: [

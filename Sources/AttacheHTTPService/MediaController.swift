@@ -39,8 +39,11 @@ public struct MediaController: Sendable {
 
     func serve(_ request: Request, context: AttacheRequestContext, head: Bool) async throws -> Response {
         let segments = context.parameters.getCatchAll()
+        // One path per object: the router reads `/media//x`, `/media/x/` and `/media/a//x` as the
+        // segments of `/media/x` and `/media/a/x`; a cache in front would keep each as another copy.
         guard let name = segments.last.map(String.init), let (hash, ext) = Self.validName(name),
-              segments.dropLast().allSatisfy(TenantsFile.isPrefixSegment) else {
+              segments.dropLast().allSatisfy(TenantsFile.isPrefixSegment),
+              request.uri.path == "/media/" + segments.joined(separator: "/") else {
             throw HTTPError(.notFound)
         }
         let file: RegularFile

@@ -14,8 +14,9 @@ public enum Isolation: String, Sendable, CaseIterable {
     case inProcess = "in-process"
 }
 
-/// Decoding in sandboxed helper processes (`attache-decode`): a fixed set of warm helpers, each
-/// driven by a thread of its own, taking jobs in order. A helper that crashes, is killed or
+/// Decoding in sandboxed helper processes (`attache-decode`): a fixed set of warm helpers, each driven by a thread of its own, taking jobs in order — light jobs first, and heavy
+/// ones (`DecodeJob.isHeavy`: movies, big animations) on all helpers but one, so that a few big
+/// files can never take every helper from the photos behind them. A helper that crashes, is killed or
 /// overruns a limit costs the job it was on — an `invalid-media` (`decoder-crashed`) or
 /// `limits-exceeded` error — and is replaced; every other job carries on. A job whose task is
 /// cancelled (the payload's deadline) ends at once: its helper is killed and replaced behind it.
@@ -23,7 +24,8 @@ public final class DecoderPool: MediaDecoder, Sendable {
     public struct Configuration: Sendable {
         /// The helper executable (default: `attache-decode` beside this process's executable).
         public var helperPath: String
-        /// Helpers, each decoding one job at a time (default: one per core).
+        /// Helpers, each decoding one job at a time (default: one per core, two at least). Of two
+        /// or more, one is always kept from heavy work; a single helper takes whatever comes.
         public var helpers: Int
         /// Address space each helper may map on top of its libraries (RLIMIT_AS), bytes.
         public var addressSpace: Int
@@ -42,7 +44,7 @@ public final class DecoderPool: MediaDecoder, Sendable {
         public init(helperPath: String? = nil, helpers: Int? = nil, addressSpace: Int = 1 << 30, jobCPUSeconds: Int = 30,
                     lifetimeCPUSeconds: Int = 600, jobsPerHelper: Int = 1000, startTimeout: Duration = .seconds(10)) {
             self.helperPath = helperPath ?? pathBesideThisExecutable("attache-decode") ?? "attache-decode"
-            self.helpers = max(1, helpers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+            self.helpers = max(1, helpers ?? max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
             self.addressSpace = addressSpace
             self.jobCPUSeconds = jobCPUSeconds
             self.lifetimeCPUSeconds = max(jobCPUSeconds * 2, lifetimeCPUSeconds)
@@ -70,13 +72,14 @@ public final class DecoderPool: MediaDecoder, Sendable {
     public let configuration: Configuration
     private let logger: Logger
     private let state = Mutex(State())
-    private let queue = BlockingQueue<Job>()
+    private let queue: JobQueue
 
     /// Starts one helper at once — so a helper that cannot run or cannot sandbox itself is an
     /// error here, at start, not a failed attachment later — and the rest in the background.
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.decoder")) throws {
         self.configuration = configuration
         self.logger = logger
+        queue = JobQueue(heavyAtOnce: configuration.helpers - 1)
         let first = try HelperProcess(path: configuration.helperPath, arguments: configuration.arguments, within: configuration.startTimeout)
         state.withLock {
             $0.helpers[0] = first
@@ -102,13 +105,13 @@ public final class DecoderPool: MediaDecoder, Sendable {
     public var helpersStarted: Int { state.withLock { $0.started } }
 
     public func decode(_ job: DecodeJob) async throws -> DecodeResult {
-        let frame = try await run(DecodeWire.frame(job))
+        let frame = try await run(DecodeWire.frame(job), heavy: job.isHeavy)
         return try DecodeWire.result(frame)
     }
 
     /// Sends a frame as a job and returns the answer (test jobs use it directly).
-    func run(_ frame: WireFrame) async throws -> WireFrame {
-        let job = Job(frame)
+    func run(_ frame: WireFrame, heavy: Bool = false) async throws -> WireFrame {
+        let job = Job(frame, heavy: heavy)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard job.wait(continuation) else { return }
@@ -150,6 +153,7 @@ public final class DecoderPool: MediaDecoder, Sendable {
                 return
             }
             guard let job = taken else { continue }
+            defer { queue.done(job) }
             if let idle = helper, idle.hasExited {
                 // Died while idle (killed from outside, say): the job gets a fresh helper instead.
                 idle.stop()
@@ -244,11 +248,14 @@ private final class Job: Sendable {
     }
 
     let frame: WireFrame
+    /// See `DecodeJob.isHeavy`.
+    let heavy: Bool
     private let phase = Mutex<Phase>(.new)
     private let cancelledFlag = Atomic<Bool>(false)
 
-    init(_ frame: WireFrame) {
+    init(_ frame: WireFrame, heavy: Bool) {
         self.frame = frame
+        self.heavy = heavy
     }
 
     var wasCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
@@ -296,5 +303,87 @@ private final class Job: Sendable {
             }
         }
         continuation?.resume(with: result)
+    }
+}
+
+/// The pool's jobs, in two lines: light jobs are taken first, oldest first; heavy ones, oldest
+/// first, only while fewer than `heavyAtOnce` are running. A helper's thread blocks in `take`
+/// until it has a job it may run (or is woken by `wake`), and says `done` when the job ends.
+// @unchecked: `lines` is read and written under `lock` only.
+private final class JobQueue: @unchecked Sendable {
+    private struct Lines {
+        var light: [Job] = []
+        var heavy: [Job] = []
+        var heavyRunning = 0
+        var wakeUps = 0
+    }
+    private let heavyAtOnce: Int
+    private var lines = Lines()
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
+
+    init(heavyAtOnce: Int) {
+        self.heavyAtOnce = max(1, heavyAtOnce)
+        lock = .allocate(capacity: 1)
+        changed = .allocate(capacity: 1)
+        pthread_mutex_init(lock, nil)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
+        changed.deallocate()
+    }
+
+    private func locked<T>(_ body: (inout Lines) -> T) -> T {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return body(&lines)
+    }
+
+    func put(_ job: Job) {
+        locked { job.heavy ? $0.heavy.append(job) : $0.light.append(job) }
+        pthread_cond_broadcast(changed)
+    }
+
+    /// The next job this helper may run, waiting for one; nil when woken by `wake`.
+    func take() -> Job? {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        while true {
+            if !lines.light.isEmpty { return lines.light.removeFirst() }
+            if !lines.heavy.isEmpty && lines.heavyRunning < heavyAtOnce {
+                lines.heavyRunning += 1
+                return lines.heavy.removeFirst()
+            }
+            if lines.wakeUps > 0 {
+                lines.wakeUps -= 1
+                return nil
+            }
+            pthread_cond_wait(changed, lock)
+        }
+    }
+
+    /// A job `take` handed out has ended: a heavy one leaves its place to the next.
+    func done(_ job: Job) {
+        guard job.heavy else { return }
+        locked { $0.heavyRunning -= 1 }
+        pthread_cond_broadcast(changed)
+    }
+
+    /// Wakes `count` waiting threads (each `take` returns nil if nothing it may run is queued).
+    func wake(_ count: Int) {
+        locked { $0.wakeUps += count }
+        pthread_cond_broadcast(changed)
+    }
+
+    /// Empties both lines, returning what was in them.
+    func removeAll() -> [Job] {
+        locked { l in
+            defer { l.light = []; l.heavy = [] }
+            return l.light + l.heavy
+        }
     }
 }

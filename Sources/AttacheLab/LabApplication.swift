@@ -19,9 +19,12 @@ import NIOCore
 ///   parallel (within the lab's bounds), each a `cell` event as it ends, then `done` with the CSV
 ///   and the SVG heat map.
 /// With tokens configured, `/api/*` requires `Authorization: Bearer`; the page asks for it.
+/// Other sites' pages are kept out by `LabGuard` (Host, Origin, Content-Type).
 public func buildLabApplication(lab: Lab, logger: Logger = Logger(label: "attache.lab"),
                                 onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
     let router = Router(context: AttacheRequestContext.self)
+    let port = LabPort(lab.configuration.port)
+    router.add(middleware: LabGuard(loopback: lab.configuration.isLoopback, port: port))
     for asset in LabPage.assets {
         router.get(RouterPath(stringLiteral: asset.path)) { _, _ in
             Response(status: .ok, headers: [.contentType: asset.type, .cacheControl: "no-cache"],
@@ -38,7 +41,10 @@ public func buildLabApplication(lab: Lab, logger: Logger = Logger(label: "attach
     return Application(
         router: router,
         configuration: .init(address: .hostname(lab.configuration.host, port: lab.configuration.port), serverName: "Attache lab"),
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? lab.configuration.port) },
+        onServerRunning: { channel in
+            port.set(channel.localAddress?.port ?? lab.configuration.port)
+            await onServerRunning(port.value)
+        },
         logger: logger
     )
 }

@@ -77,6 +77,8 @@ struct Batch: AsyncParsableCommand {
         )
         let enrichment: Enrichment
         do {
+            // Before the store is made: a refused batch leaves nothing behind.
+            try configuration.checkDistinctFiles()
             enrichment = try Enrichment(configuration: options)
         } catch {
             printError("attache: \(error)")

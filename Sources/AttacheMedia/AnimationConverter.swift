@@ -24,6 +24,10 @@ struct AnimationConverter {
     /// movie edge, looped to `playsAtLeast`: what iOS plays in the expanded notification, a
     /// fraction of a big GIF's bytes. The thumbnail is the first frame.
     func movie(_ bytes: UnsafeRawBufferPointer, settings: TranscodeSettings) throws -> ImageRendition {
+        guard framePixels <= Self.mostFramePixels else {
+            throw MediaError(.limitsExceeded, "\(header.frames) frames of \(header.width)x\(header.height) are \(framePixels / 1_000_000) million pixels to decode, "
+                + "over the \(Self.mostFramePixels / 1_000_000) million an animation may have to be made a movie")
+        }
         let edge = min(max(header.width, header.height), settings.maxEdge)
         let plan = pipeline.plan(header, options: options, edge: edge)
         let frames = try ImageCodecs.Frames(bytes, format: header.format, plan: plan, limits: pipeline.limits, abort: abort)
@@ -66,6 +70,17 @@ struct AnimationConverter {
         return rendition
     }
 
+    /// The most pixels an animation's frames may add up to, as decoded (the whole canvas, every
+    /// frame), for it to be converted: the cost is known from the header before a frame is
+    /// decoded. 600 million is a few seconds of a decoder helper (500 frames of 2000x2000 are
+    /// 2,000 million, the better part of the CPU limit): past it a movie is refused
+    /// (`limits-exceeded`), and a GIF fitted to the cap is a still of the first frame instead.
+    static let mostFramePixels = 600_000_000
+
+    private var framePixels: Int {
+        header.width * header.height * max(header.frames, 1)
+    }
+
     /// The most pixels, all frames together at the display size, of an animation given a GIF copy:
     /// a GIF's palettes take about 50 ns a pixel here, so about a second's work.
     static let mostGIFCopyPixels = 20_000_000
@@ -81,7 +96,7 @@ struct AnimationConverter {
     }
 
     func render(_ bytes: UnsafeRawBufferPointer) throws -> ImageRendition {
-        if let (gif, first) = try fittingGIF(bytes) {
+        if framePixels <= Self.mostFramePixels, let (gif, first) = try fittingGIF(bytes) {
             return try pipeline.finish(header: header, firstFrame: first, display: gif, options: options)
         }
         let plan = pipeline.plan(header, options: options, edge: options.displaySize)

@@ -208,8 +208,9 @@ extension VideoPipeline {
         let start = ContinuousClock.now
         let result = try VideoCodecs.transcode(bytes, demuxer: demuxer, maxPixels: limits.maxVideoPixels, maxStreams: limits.maxStreams,
                                                abort: abort) { raw in
-            guard let made = try TranscodePlanner.plan(raw, facts: facts, size: bytes.count, settings: settings) else { return nil }
+            guard var made = try TranscodePlanner.plan(raw, facts: facts, size: bytes.count, settings: settings) else { return nil }
             decided = (made.method, made.keptSeconds)
+            made.plan.limitSeconds = limits.maxDuration
             return made.plan
         }
         guard let output = result.output, let decided else { return nil }

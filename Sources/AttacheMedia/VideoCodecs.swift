@@ -187,6 +187,8 @@ struct TranscodePlan: Equatable {
     var sampleRate = 48_000
     var channels = 2
     var maxSeconds = 0.0
+    /// The movie length limit, held on the packets' times as they are read (0: none).
+    var limitSeconds = 0.0
     var maxBytes: Int
     var threads = 0
     var preset = "veryfast"
@@ -207,6 +209,7 @@ struct TranscodePlan: Equatable {
             plan.sample_rate = Int32(sampleRate)
             plan.channels = Int32(channels)
             plan.max_seconds = maxSeconds
+            plan.limit_seconds = limitSeconds
             plan.max_bytes = Int64(maxBytes)
             plan.threads = Int32(threads)
             plan.preset = preset

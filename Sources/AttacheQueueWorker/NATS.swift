@@ -130,14 +130,28 @@ public final class NATSMessage: @unchecked Sendable {
     private let handle: OpaquePointer
     private let connection: NATSConnection
 
+    /// The headers as they arrived; nil when nats.c's message could not be read that way (then
+    /// nats.c's own parse answers, which misreads empty values).
+    private let headers: NATSHeaders?
+
     init(_ handle: OpaquePointer, connection: NATSConnection) {
         self.handle = handle
         self.connection = connection
+        var block: UnsafePointer<CChar>?
+        var length: Int32 = 0
+        if attache_nats_msg_header_block(handle, &block, &length) == 0 {
+            headers = block.map { NATSHeaders(block: UnsafeRawBufferPointer(start: $0, count: Int(length))) ?? NATSHeaders() } ?? NATSHeaders()
+        } else {
+            headers = nil
+        }
     }
 
     deinit {
         attache_nats_msg_free(handle)
     }
+
+    /// Whether the headers were read from the block as it arrived (see `headers`).
+    public var headersReadAsSent: Bool { headers != nil }
 
     public var data: [UInt8] {
         var length: Int32 = 0
@@ -145,8 +159,10 @@ public final class NATSMessage: @unchecked Sendable {
         return Array(UnsafeRawBufferPointer(start: bytes, count: Int(length)))
     }
 
+    /// The first value of a header (an empty one is "").
     public func header(_ name: String) -> String? {
-        attache_nats_msg_header(handle, name).map { String(cString: $0) }
+        if let headers { return headers.first(name) }
+        return attache_nats_msg_header(handle, name).map { String(cString: $0) }
     }
 
     public struct Metadata: Sendable {

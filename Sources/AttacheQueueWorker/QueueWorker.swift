@@ -147,7 +147,9 @@ public struct QueueWorker: Service {
     /// payload waiting for a conversion then goes out as it is).
     func handle(_ message: NATSMessage, connection: NATSConnection, publishers: BlockingPool, stopping: @escaping @Sendable () -> Bool) async {
         let metadata = message.metadata
-        let sourceID = message.header("Nats-Msg-Id") ?? metadata.map { String($0.streamSequence) } ?? "unknown"
+        let sourceID = message.header("Nats-Msg-Id").flatMap { $0.isEmpty ? nil : $0 }
+            ?? metadata.map { String($0.streamSequence) } ?? "unknown"
+        if !message.headersReadAsSent { warnHeadersParsedByLibrary() }
         let bytes = message.data
         queueMetrics.consumed.increment()
         if let metadata {
@@ -172,9 +174,15 @@ public struct QueueWorker: Service {
                 passReason = reason
             }
         }
-        var downloaded = 0
-        defer { if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) } }
-        let budget = policy.budget(header: message.header(DeadlinePolicy.header))
+        defer { if let tenant { configuration.tenants?.leave(tenant) } }
+        let deadlineHeader = message.header(DeadlinePolicy.header)
+        if DeadlinePolicy.isMalformed(deadlineHeader) {
+            logger.warning("malformed Attache-Deadline-Ms header; the default deadline applies", metadata: [
+                "attache.source_id": "\(sourceID)", "attache.header": "\(deadlineHeader ?? "")",
+                "attache.default_ms": "\(Int(policy.default.milliseconds))",
+            ])
+        }
+        let budget = policy.budget(header: deadlineHeader)
         let remaining = Self.remaining(deadline: budget, publishedNs: metadata?.timestampNs)
         let out: [UInt8], outcome: String
         do throws(PayloadError) {
@@ -187,7 +195,6 @@ public struct QueueWorker: Service {
                 await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope),
                                           of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
-            downloaded = emission.report.downloadedBytes
             metrics.request(emission.report, tenant: tenant?.name)
             (out, outcome) = (emission.bytes, emission.outcomeHeader)
         } catch {
@@ -211,6 +218,13 @@ public struct QueueWorker: Service {
             queueMetrics.publishFailures.increment()
             message.nak(delay: .seconds(1))
         }
+    }
+
+    /// nats.c's message did not have the layout the worker reads header blocks from (a libnats
+    /// other than 3.4): headers then go through nats.c's parse, which misreads empty values.
+    func warnHeadersParsedByLibrary() {
+        guard !state.warnedHeaders.exchange(true, ordering: .relaxed) else { return }
+        logger.warning("this libnats's messages cannot be read as they arrived; headers come from its own parse, which misreads a header with an empty value")
     }
 
     /// `first` with the conversions it went out without waited for (`Enrichment.awaitingConversions`):
@@ -308,6 +322,8 @@ private final class Progress: Sendable {
 /// What the worker's health endpoint reads.
 public final class WorkerState: Sendable {
     let connection = Mutex<NATSConnection?>(nil)
+    /// Whether the worker has said that nats.c parses its messages' headers (once per process).
+    let warnedHeaders = Atomic<Bool>(false)
     public init() {}
 
     /// Consuming, and connected to NATS.

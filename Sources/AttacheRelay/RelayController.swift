@@ -95,8 +95,8 @@ struct RelayController: Sendable {
             }
         }
         let budget = policy.budget(header: request.headers[.attacheDeadline])
-        let (body, outcome, downloaded) = await enriched(received, budget: budget, scope: scope, tenant: tenant?.name, passReason: passReason)
-        if let tenant { configuration.tenants?.leave(tenant, downloaded: downloaded) }
+        let (body, outcome) = await enriched(received, budget: budget, scope: scope, tenant: tenant?.name, passReason: passReason)
+        if let tenant { configuration.tenants?.leave(tenant) }
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
         do {
@@ -145,25 +145,25 @@ struct RelayController: Sendable {
     /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
     /// `passReason`: not enriched (no tenant, or one past its limits): the body goes as it came.
     func enriched(_ received: ByteBuffer, budget: Duration, scope: EnrichmentScope = .unscoped, tenant: String? = nil,
-                  passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String, downloaded: Int) {
+                  passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String) {
         let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) }
         guard gated else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
-            return (received, Self.notMutable, 0)
+            return (received, Self.notMutable)
         }
         if let passReason {
             metrics.request(outcome: .fallback, reason: passReason)
-            return (received, Emission.outcomeHeader(.fallback, passReason), 0)
+            return (received, Emission.outcomeHeader(.fallback, passReason))
         }
         do {
             let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger,
                                                        scope: scope)
             metrics.request(emission.report, tenant: tenant)
-            return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader, emission.report.downloadedBytes)
+            return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
         } catch {
             // Not a JSON object: Apple or Google says what is wrong with it, as they would.
             metrics.request(outcome: .fallback, reason: .invalidPayload)
-            return (received, Emission.outcomeHeader(.fallback, .invalidPayload), 0)
+            return (received, Emission.outcomeHeader(.fallback, .invalidPayload))
         }
     }
 

@@ -34,8 +34,12 @@ public struct FileStore: MediaStore {
     }
 
     public func url(for name: String) -> String {
-        if let publicBaseURL { return "\(publicBaseURL)/\(name)" }
-        return "file://\(absoluteDirectory)/\(name)"
+        urlBase + name
+    }
+
+    public var urlBase: String {
+        if let publicBaseURL { return "\(publicBaseURL)/" }
+        return "file://\(absoluteDirectory)/"
     }
 
     /// A file already on the same filesystem is linked in (no copy); else the bytes are written

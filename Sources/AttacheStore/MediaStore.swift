@@ -11,6 +11,10 @@ public protocol MediaStore: Sendable {
     func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?,
              deadline: ContinuousClock.Instant) async throws -> StoredMedia
 
+    /// What every URL `put` returns starts with (the public base URL and prefix, or `file://` and
+    /// the directory): a result recorded under one base is never answered under another.
+    var urlBase: String { get }
+
     /// Nil when the store can take writes now; else why not (what `/readyz` says).
     func unavailability() async -> String?
 

@@ -76,6 +76,8 @@ public struct S3Store: MediaStore {
         ))
     }
 
+    public var urlBase: String { "\(publicBaseURL)/\(location.prefix)" }
+
     func objectURL(_ key: String) -> String { "\(endpoint.url)/\(location.bucket)/\(key)" }
 
     public func put(_ bytes: [UInt8], fileExtension: String, sha256: String, file: String?,

@@ -67,11 +67,24 @@ final class TenantCounters: Sendable {
         }
     }
 
-    /// Gives the slot back and counts what the payload downloaded.
-    func leave(downloaded: Int, wallSeconds: Int = Int(time(nil))) {
+    /// Gives the slot back.
+    func leave() {
+        state.withLock { $0.inFlight -= 1 }
+    }
+
+    /// Takes `bytes` from today's (UTC) quota, or refuses when they do not fit in what is left:
+    /// every transfer of the tenant claims each chunk before keeping it, so payloads in flight
+    /// together never download more than the quota between them.
+    func claim(_ bytes: Int, quota: Int, wallSeconds: Int = Int(time(nil))) -> Bool {
         state.withLock { s in
-            s.inFlight -= 1
-            if s.day == wallSeconds / 86_400 { s.downloaded += downloaded } else { s.day = wallSeconds / 86_400; s.downloaded = downloaded }
+            let today = wallSeconds / 86_400
+            if s.day != today {
+                s.day = today
+                s.downloaded = 0
+            }
+            guard s.downloaded + bytes <= quota else { return false }
+            s.downloaded += bytes
+            return true
         }
     }
 

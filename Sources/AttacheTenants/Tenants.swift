@@ -1,5 +1,6 @@
 import Attache
 import AttacheSupport
+import Metrics
 import Synchronization
 
 /// The tenants in force: who a token belongs to, what each tenant's payloads are enriched with
@@ -65,11 +66,22 @@ public final class Tenants: Sendable {
         current.withLock { $0.tenants.first { $0.name == name } }
     }
 
-    /// The scope of the version in force (a tenant removed since: its own scope, made again).
+    /// The scope of the version in force (a tenant removed since: its own scope, made again), its
+    /// downloads claimed from the tenant's daily quota as they arrive.
     public func scope(for tenant: Tenant) -> EnrichmentScope {
-        if let scope = current.withLock({ $0.scopes[tenant.name] }) { return scope }
-        return (try? makeScope(tenant)) ?? EnrichmentScope(name: tenant.name, allowedHosts: tenant.hosts, limits: tenant.limits,
-                                                           cacheNamespace: tenant.cacheNamespace)
+        var scope = current.withLock({ $0.scopes[tenant.name] })
+            ?? (try? makeScope(tenant))
+            ?? EnrichmentScope(name: tenant.name, allowedHosts: tenant.hosts, limits: tenant.limits, cacheNamespace: tenant.cacheNamespace)
+        if let quota = tenant.dailyDownloadBytes {
+            let counts = counts(tenant)
+            let claimed = Counter(label: "attache_tenant_quota_bytes_total", dimensions: [("tenant", tenant.name)])
+            scope.downloadAllowance = { bytes in
+                guard counts.claim(bytes, quota: quota) else { return false }
+                claimed.increment(by: Int64(bytes))
+                return true
+            }
+        }
+        return scope
     }
 
     /// Takes a rate token and a concurrency slot for one payload, or says why not; pair with `leave`.
@@ -77,9 +89,10 @@ public final class Tenants: Sendable {
         counts(tenant).enter(tenant)
     }
 
-    /// Ends what `enter` began, counting the bytes the payload downloaded against the daily quota.
-    public func leave(_ tenant: Tenant, downloaded: Int) {
-        counts(tenant).leave(downloaded: downloaded)
+    /// Ends what `enter` began. (What the payload downloaded was claimed from the daily quota as
+    /// it arrived: see `scope(for:)`.)
+    public func leave(_ tenant: Tenant) {
+        counts(tenant).leave()
     }
 
     /// Payloads of a tenant in flight now.

@@ -50,6 +50,10 @@ public enum TenantsFile {
         guard case .mapping(let entries) = tenantsNode else {
             throw TenantsFileError(line: line(tenantsNode), key: "tenants", message: "a mapping of tenant names to their settings")
         }
+        // With a tenants file every request names a tenant: none would refuse them all (401).
+        guard !entries.isEmpty else {
+            throw TenantsFileError(line: line(tenantsNode), key: "tenants", message: "no tenants: every request would be refused; name at least one")
+        }
         var tenants: [Tenant] = []
         var tokenOwners: [[UInt8]: String] = [:]
         var prefixes: [String: Tenant] = [:]
@@ -136,7 +140,8 @@ public enum TenantsFile {
         if let n = value(settings, "max-deadline") {
             let text = try string(n, "\(path).max-deadline")
             guard let d = DurationText.parse(text), d > .zero else {
-                throw TenantsFileError(line: line(n), key: "\(path).max-deadline", message: "a duration: 300ms, 2s, 1.5s")
+                throw TenantsFileError(line: line(n), key: "\(path).max-deadline",
+                                       message: DurationText.parse(text) == nil ? DurationText.problem(text) : "a duration above zero: 300ms, 2s, 1.5s")
             }
             tenant.maxDeadline = d
         }

@@ -5,6 +5,9 @@ import Metrics
 import ServiceLifecycle
 import Synchronization
 import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The tenants file, read through swift-configuration's `ReloadingFileProvider`: checked every
 /// `pollInterval` and on SIGHUP. A version that parses and whose scopes can be made is put in force
@@ -16,6 +19,8 @@ public final class TenantsFileService: Service, Sendable {
     private let provider: ReloadingFileProvider<TenantsSnapshot>
     private let logger: Logger
     private let failures: Counter
+    /// The last refusal said (a file's error, or why it cannot be read): each is said once.
+    private let reported: LastReported
 
     /// How often the file is looked at (a Kubernetes Secret's update lands within the kubelet's
     /// sync period, then here within this).
@@ -29,23 +34,20 @@ public final class TenantsFileService: Service, Sendable {
         self.logger = logger
         let failures = Counter(label: "attache_tenants_reload_failures_total", factory: metrics)
         self.failures = failures
-        let reported = Mutex<String?>(nil)
+        let reported = LastReported()
+        self.reported = reported
         let running = Atomic<Bool>(false)
         // The provider parses each changed version; a refused one is reported here once (the
         // provider tries the same bytes again at every poll until they change). At start, the
         // error is thrown to the caller instead.
         let options = TenantsSnapshot.ParsingOptions { error in
             guard running.load(ordering: .relaxed) else { return }
-            let first = reported.withLock { last in
-                defer { last = error.description }
-                return last != error.description
-            }
-            guard first else { return }
+            guard reported.isNew(error.description) else { return }
             logger.error("tenants file refused; the version before stays in force",
                          metadata: ["attache.tenants.file": "\(path)", "attache.error": "\(error)"])
             failures.increment()
         } accepted: {
-            reported.withLock { $0 = nil }
+            reported.clear()
         }
         do {
             provider = try await ReloadingFileProvider<TenantsSnapshot>(
@@ -62,6 +64,10 @@ public final class TenantsFileService: Service, Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.provider.run() }
             group.addTask {
+                // Ends with the provider at a graceful shutdown, not a poll later.
+                _ = try? await cancelWhenGracefulShutdown { try await self.watchReadable() }
+            }
+            group.addTask {
                 try await self.provider.watchSnapshot { updates in
                     for await snapshot in updates.cancelOnGracefulShutdown() {
                         guard let version = snapshot as? TenantsSnapshot else { continue }
@@ -71,6 +77,41 @@ public final class TenantsFileService: Service, Sendable {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// The provider keeps the version before when the file goes away or stops being a file (a
+    /// FIFO, a device), and says nothing: looked at here at the provider's pace, said once and
+    /// counted as a refused version is.
+    private func watchReadable() async throws {
+        while !Task.isCancelled {
+            if let problem = Self.unreadable(path) {
+                if reported.isNew(problem) {
+                    logger.error("tenants file cannot be read; the version before stays in force",
+                                 metadata: ["attache.tenants.file": "\(path)", "attache.error": "\(problem)"])
+                    failures.increment()
+                }
+            } else {
+                reported.clear(ifPrefixed: Self.unreadablePrefix)
+            }
+            try await Task.sleep(for: Self.pollInterval)
+        }
+    }
+
+    private static let unreadablePrefix = "the file "
+
+    /// Why `path` is not a tenants file one can read, or nil.
+    static func unreadable(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "\(unreadablePrefix)is gone (\(String(cString: strerror(errno))))" }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFIFO: return "\(unreadablePrefix)is a FIFO, not a regular file"
+        case S_IFCHR, S_IFBLK: return "\(unreadablePrefix)is a device, not a regular file"
+        case S_IFDIR: return "\(unreadablePrefix)is a directory"
+        default: return "\(unreadablePrefix)is not a regular file"
+        }
+        guard access(path, R_OK) == 0 else { return "\(unreadablePrefix)cannot be read (\(String(cString: strerror(errno))))" }
+        return nil
     }
 
     private func put(_ version: TenantsSnapshot) {
@@ -124,4 +165,22 @@ public struct TenantsSnapshot: FileConfigSnapshot {
 
     public var description: String { "\(providerName)[\(tenants.count) tenants]" }
     public var debugDescription: String { "\(providerName)[tenants: \(tenants.map(\.name).joined(separator: ", "))]" }
+}
+
+/// The last problem said of the tenants file, so that each is said (and counted) once while it
+/// lasts, not at every poll.
+private final class LastReported: Sendable {
+    private let last = Mutex<String?>(nil)
+
+    /// True the first time `problem` comes after another (or none).
+    func isNew(_ problem: String) -> Bool {
+        last.withLock { last in
+            defer { last = problem }
+            return last != problem
+        }
+    }
+
+    func clear(ifPrefixed prefix: String = "") {
+        last.withLock { if $0?.hasPrefix(prefix) == true { $0 = nil } }
+    }
 }

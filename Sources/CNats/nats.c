@@ -188,6 +188,36 @@ const void *attache_nats_msg_data(attache_nats_msg *m, int *length) {
     return natsMsg_GetData(msg_of(m));
 }
 
+// nats.c 3.4 (Debian's) parses a header block in place and takes an empty value's line end for
+// blanks before it: `X-Trace: \r\nAttache-Deadline-Ms: 1\r\n` reads as X-Trace "Attache-Deadline-Ms:
+// 1" and no deadline (fixed in a later release). So the worker parses the block itself, and this
+// hands it over as it arrived. The block is not in nats.c's API: its message (src/msg.h) is read up
+// to the fields needed, and only where the fields the API does give agree with that layout.
+struct nats_msg_prefix {
+    void *gc_next, *gc_free;  // natsGCItem
+    const char *subject, *reply;
+    char *hdr;
+    void *headers;
+    const char *data;
+    int dataLen, hdrLen;
+};
+
+int attache_nats_msg_header_block(attache_nats_msg *m, const char **block, int *length) {
+    const struct nats_msg_prefix *p = (const struct nats_msg_prefix *)(const void *)m;
+    natsMsg *msg = msg_of(m);
+    *block = NULL;
+    *length = 0;
+    if (p->subject != natsMsg_GetSubject(msg) || p->reply != natsMsg_GetReply(msg) || p->data != natsMsg_GetData(msg) ||
+        p->dataLen != natsMsg_GetDataLength(msg) || p->hdrLen < 0)
+        return -1;
+    if (p->hdr == NULL || p->hdrLen == 0) return 0;
+    // A block nats.c has parsed already has NULs where its colons and line ends were.
+    if (p->hdrLen < 10 || memcmp(p->hdr, "NATS/1.0", 8) != 0 || memchr(p->hdr, 0, (size_t)p->hdrLen) != NULL) return -1;
+    *block = p->hdr;
+    *length = p->hdrLen;
+    return 0;
+}
+
 const char *attache_nats_msg_header(attache_nats_msg *m, const char *key) {
     const char *value = NULL;
     return natsMsgHeader_Get(msg_of(m), key, &value) == NATS_OK ? value : NULL;

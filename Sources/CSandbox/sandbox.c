@@ -91,6 +91,16 @@ static int install_filter(char *message, size_t size) {
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(newfstatat), 1,
                                        SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0));
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 0);
+    _Static_assert(PR_GET_NAME == PR_SET_NAME + 1, "the two calls allowed are next to each other");
+    // A thread naming itself (dav1d, AV1's decoder, names each of its threads; FFmpeg's pools
+    // too): its own name only. Any other prctl fails as not permitted: with no new privileges
+    // and this filter in place there is nothing one could loosen, and a library probing a
+    // setting copes with a refusal where it would not survive a kill.
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
+    // (PR_SET_NAME and PR_GET_NAME are 15 and 16: everything below and above fails.)
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_LT, PR_SET_NAME));
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_GT, PR_GET_NAME));
     // glibc's qsort (giflib's quantiser sorts colours) asks for the machine's memory size and
     // copes without it.
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(sysinfo), 0);

@@ -500,6 +500,7 @@ typedef struct {
     int64_t packets, refused; // decoded or refused by the decoder
     int64_t start;            // the input's first time, in the stream's time base
     int64_t cut;              // the last time kept (exclusive), or INT64_MAX
+    int64_t limit;            // a time past the movie length limit, or INT64_MAX
 } route;
 
 static int pick(attache_media *m, enum AVMediaType type) {
@@ -521,6 +522,9 @@ static attache_status route_open(attache_media *m, route *r, int index, int mode
     r->start = FF(av_rescale_q)(start, AV_TIME_BASE_Q, r->in->time_base);
     r->cut = plan->max_seconds > 0
         ? r->start + FF(av_rescale_q)((int64_t)(plan->max_seconds * AV_TIME_BASE), AV_TIME_BASE_Q, r->in->time_base)
+        : INT64_MAX;
+    r->limit = plan->limit_seconds > 0
+        ? r->start + FF(av_rescale_q)((int64_t)(plan->limit_seconds * AV_TIME_BASE), AV_TIME_BASE_Q, r->in->time_base)
         : INT64_MAX;
     if (r->mode == ATTACHE_STREAM_COPY) {
         r->out = FF(avformat_new_stream)(o->mux, NULL);
@@ -625,6 +629,16 @@ attache_status attache_media_transcode(attache_media *m, const attache_transcode
         if (rc < 0) break;  // the end, or where the file stops being readable
         route *r = pkt->stream_index == video_index ? &routes[0] : pkt->stream_index == audio_index ? &routes[1] : NULL;
         if (!r || r->done) { FF(av_packet_unref)(pkt); continue; }
+        // The length limit holds on what the packets say, not only on the declared duration: a
+        // live Matroska stream declares none and may run for hours.
+        int64_t stamp = pkt->dts != AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
+        if (stamp != AV_NOPTS_VALUE && stamp > r->limit) {
+            snprintf(options->message, sizeof options->message, "the %s runs past the %.0f s limit",
+                     r == &routes[0] ? "video" : "sound", plan->limit_seconds);
+            FF(av_packet_unref)(pkt);
+            status = ATTACHE_ERR_LIMITS;
+            goto done;
+        }
         if (r->mode == ATTACHE_STREAM_COPY) {
             int64_t at = pkt->dts != AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
             if (at != AV_NOPTS_VALUE && at >= r->cut) { r->done = 1; FF(av_packet_unref)(pkt); continue; }

@@ -24,7 +24,7 @@ struct Variables: SettingsSource {
     @Test(arguments: [
         ("ATTACHE_MAX_IN_FLIGHT", "lots", #"ATTACHE_MAX_IN_FLIGHT="lots" is not a whole number"#),
         ("ATTACHE_MAX_IN_FLIGHT", "0", "ATTACHE_MAX_IN_FLIGHT must be between 1 and 100 (got 0)"),
-        ("ATTACHE_DEADLINE", "soon", #"ATTACHE_DEADLINE="soon" is not a duration (300ms, 2s, 1.5s)"#),
+        ("ATTACHE_DEADLINE", "soon", #"ATTACHE_DEADLINE="soon" is not a duration: write it with a unit, as 300ms, 2s, 1.5s or 2m"#),
         ("ATTACHE_DEADLINE", "0s", "ATTACHE_DEADLINE must be positive"),
         ("ATTACHE_LOG_FORMAT", "xml", #"ATTACHE_LOG_FORMAT="xml" is not one of text, json"#),
         ("ATTACHE_ALLOW_ADDRESSES", "10.0.0.0/8,nope", #"ATTACHE_ALLOW_ADDRESSES: "nope" is not an address or CIDR"#),
@@ -79,6 +79,26 @@ struct Variables: SettingsSource {
     @Test(arguments: [("300ms", 300), ("2s", 2000), ("1.5s", 1500)])
     func durations(_ text: String, _ ms: Int) throws {
         #expect(try parseDuration(text) == .milliseconds(ms))
+    }
+
+    /// A bare number could be seconds or milliseconds (`Attache-Deadline-Ms: 1500` is 1.5 s): it
+    /// is refused with both spellings; a deadline above the longest one is refused at start.
+    @Test func aDurationNeedsItsUnitAndADeadlineStaysUnderTheMaximum() throws {
+        #expect { try parseDuration("1500") } throws: {
+            let message = ($0 as? ValidationError)?.message ?? ""
+            return message.contains("1500ms") && message.contains("1500s")
+        }
+        #expect(try parseDuration("0") == .zero)
+        #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--deadline", "1500"]) }
+        #expect { try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_DEADLINE": "1500"])) } throws: {
+            ($0 as? ValidationError)?.message.contains(#"ATTACHE_DEADLINE="1500" has no unit"#) ?? false
+        }
+        #expect { try EnrichOptionGroup.parse(["--deadline", "40s"]).options(settings([:])) } throws: {
+            ($0 as? ValidationError)?.message.hasPrefix("--deadline 40s is above the longest deadline, 30s") ?? false
+        }
+        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:])).deadline == .seconds(40))
+        // The command's own default gives way to a lower maximum.
+        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:])).deadline == .seconds(5))
     }
 
     enum Format: String, CaseIterable { case text, json }

@@ -182,7 +182,9 @@ let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"imag
             try await client.execute(uri: "/media/\(name)", method: .get, headers: [.ifNoneMatch: "\"\(hash)\""]) { r in
                 #expect(r.status == .notModified)
             }
-            for bad in ["/media/..%2F..%2Fetc%2Fpasswd", "/media/\(hash).exe", "/media/\(String(repeating: "0", count: 64)).jpg", "/media/x.jpg"] {
+            // One path per object: the same name with an empty segment or a trailing slash is not it.
+            for bad in ["/media/..%2F..%2Fetc%2Fpasswd", "/media/\(hash).exe", "/media/\(String(repeating: "0", count: 64)).jpg", "/media/x.jpg",
+                        "/media/\(name)/", "/media//\(name)", "/media/\(name)//", "//media/\(name)"] {
                 try await client.execute(uri: bad, method: .get) { r in #expect(r.status == .notFound) }
             }
         }

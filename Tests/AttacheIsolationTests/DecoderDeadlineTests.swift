@@ -30,6 +30,27 @@ import Glibc
         #expect(pool.crashes == 0)
     }
 
+    /// Heavy jobs (movies, big animations) run on all helpers but one: three that never end,
+    /// on a pool of three, leave the third helper to the photos queued behind them, which come
+    /// back at once; cancelled, the heavy ones give their places back.
+    @Test func heavyJobsNeverTakeTheLastHelper() async throws {
+        let pool = try await makePool(helpers: 3) { $0.testOperations = true }
+        defer { pool.shutdown() }
+        let spin = WireFrame(JSONObject(["op": .string("test"), "call": .string("spin")]))
+        let heavy = (0..<3).map { _ in Task { try await pool.run(spin, heavy: true) } }
+        #expect(await eventually { pool.busyPIDs.count == 2 })
+        let start = ContinuousClock.now
+        for _ in 0..<4 {
+            let photo = try await pool.image(Fixtures.bytes("photo.jpg"), format: .jpeg, options: RenderOptions(), limits: MediaLimits())
+            #expect(photo.rendition.thumbnail.width == 320)
+        }
+        #expect(start.duration(to: .now) < .seconds(5), "the photos waited for the heavy jobs")
+        // (The photos' helper is marked idle just after its answer is handed over.)
+        #expect(await eventually { pool.busyPIDs.count == 2 }, "the third heavy job is still queued")
+        heavy.forEach { $0.cancel() }
+        for job in heavy { await #expect(throws: CancellationError.self) { try await job.value } }
+    }
+
     @Test func aJobOverItsCPUAllowanceIsLimitsExceeded() async throws {
         let pool = try await makePool {
             $0.testOperations = true

@@ -211,6 +211,27 @@ import Testing
         #expect { try convert("hostile/30-hours.mp4") } throws: { ($0 as? MediaError)?.code == .limitsExceeded }
     }
 
+    /// A live stream declares no duration: the limit holds on its packets' times, whether they
+    /// are copied (H.264 in Matroska) or decoded and encoded again (VP9).
+    @Test(arguments: ["hostile/live-700s.mkv", "hostile/live-700s-vp9.webm"])
+    func anUndeclaredLengthPastTheLimitIsRefusedWhileReading(_ name: String) throws {
+        #expect { try convert(name) } throws: { error in
+            let error = error as? MediaError
+            return error?.code == .limitsExceeded && error?.message.contains("past the 600 s limit") == true
+        }
+    }
+
+    /// The cost of making a movie of an animation is known from its header: 160 frames of
+    /// 2000x2000 (17 KB) are refused before a frame is decoded.
+    @Test func anAnimationOfTooManyPixelsIsNotMadeAMovie() throws {
+        let start = ContinuousClock.now
+        #expect { try convert("hostile/160-frames-2000px.webp") } throws: { error in
+            let error = error as? MediaError
+            return error?.code == .limitsExceeded && error?.message.contains("640 million pixels") == true
+        }
+        #expect(start.duration(to: .now) < .seconds(1), "refused from the header, not after decoding")
+    }
+
     @Test func aVideoTrackWithoutFramesIsNotAMovie() throws {
         #expect { try convert("hostile/empty-video-track.webm") } throws: { ($0 as? MediaError)?.code == .invalidMedia }
     }

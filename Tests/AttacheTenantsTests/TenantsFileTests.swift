@@ -113,7 +113,7 @@ import Testing
         let start = ContinuousClock.now
         for _ in 0..<3 {
             #expect(counters.enter(t, now: start) == nil)
-            counters.leave(downloaded: 0)
+            counters.leave()
         }
         let refused = counters.enter(t, now: start)
         #expect(refused?.kind == .rate)
@@ -129,7 +129,7 @@ import Testing
         #expect(counters.enter(t) == nil)
         #expect(counters.enter(t) == nil)
         #expect(counters.enter(t)?.kind == .concurrency)
-        counters.leave(downloaded: 0)
+        counters.leave()
         #expect(counters.enter(t) == nil)
         #expect(counters.inFlight == 2)
     }
@@ -139,7 +139,11 @@ import Testing
         let counters = TenantCounters(burst: 1)
         let day = 20_000 * 86_400, noon = day + 43_200
         #expect(counters.enter(t, wallSeconds: noon) == nil)
-        counters.leave(downloaded: 1200, wallSeconds: noon)
+        #expect(counters.claim(600, quota: 1000, wallSeconds: noon))
+        #expect(!counters.claim(600, quota: 1000, wallSeconds: noon), "a chunk that does not fit in what is left is refused")
+        #expect(counters.claim(400, quota: 1000, wallSeconds: noon))
+        #expect(!counters.claim(1, quota: 1000, wallSeconds: noon))
+        counters.leave()
         let refused = counters.enter(t, wallSeconds: noon + 1)
         #expect(refused?.kind == .quota)
         #expect(refused?.retryAfter == 43_199)
@@ -151,7 +155,7 @@ import Testing
         let t = tenant(rate: .init(perSecond: 0.001, burst: 1))
         let tenants = try Tenants([t], makeScope: { EnrichmentScope(name: $0.name) })
         #expect(tenants.enter(t) == nil)
-        tenants.leave(t, downloaded: 0)
+        tenants.leave(t)
         try tenants.update([t, Tenant(name: "beta", tokenHashes: [])])
         #expect(tenants.enter(t)?.kind == .rate)
         #expect(tenants.all.map(\.name) == ["acme", "beta"])

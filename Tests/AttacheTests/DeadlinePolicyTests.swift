@@ -13,10 +13,15 @@ import Testing
         #expect(policy.budget(header: "000") == .milliseconds(1))
         #expect(policy.budget(header: "30001") == .seconds(30))
         #expect(policy.budget(header: "999999999999") == .seconds(30))
-        // Too long to be milliseconds anyone means, and past Int's reach if longer still.
-        #expect(policy.budget(header: "9999999999999999999999") == .seconds(3))
-        for bad in ["-1", "+5", "1.5", "2s", "1 5", "ten", "١٢"] {
+        // Past Int's reach: still a deadline longer than any maximum, so the maximum.
+        #expect(policy.budget(header: "9999999999999999999999") == .seconds(30))
+        #expect(policy.budget(header: "12345678901234567890123") == .seconds(30))
+        for bad in ["-1", "+5", "1.5", "2s", "1 5", "ten", "١٢", "5\u{a0}", "\u{a0}5"] {
             #expect(policy.budget(header: bad) == .seconds(3), "\(bad)")
+            #expect(DeadlinePolicy.isMalformed(bad), "\(bad)")
+        }
+        for fine in [nil, "", " \t", "5", " 12345678901234567890123 "] {
+            #expect(!DeadlinePolicy.isMalformed(fine), "\(fine ?? "nil")")
         }
     }
 

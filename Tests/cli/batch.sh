@@ -43,4 +43,35 @@ check "resume exits 0" "[ $? -eq 0 ]"
 check "resumed output equals the uninterrupted one, byte for byte" "cmp -s $tmp/whole.jsonl $tmp/cut.jsonl"
 check "one ledger line per input line" "[ \$(wc -l < $tmp/cut.jsonl.report.jsonl) -eq 301 ]"
 check "no half line anywhere" "[ -z \"\$(tail -c1 $tmp/cut.jsonl | tr -d '\n')\" ]"
+
+# Any two of input, output, report and rejects naming one file are refused before anything is
+# written: the input stays as it was, exit status 1, nothing created.
+printf '%s\n' '{"aps":{"alert":"a","mutable-content":1}}' '{"aps":{"alert":"b"}}' '{"aps":{"alert":"c"}}' > "$tmp/same-in.jsonl"
+cp "$tmp/same-in.jsonl" "$tmp/same-in.orig"
+ln -s same-in.jsonl "$tmp/same-link.jsonl"
+ln "$tmp/same-in.jsonl" "$tmp/same-hard.jsonl"
+refused() {  # name, arguments after the input
+  rm -rf "$tmp/same-out" && mkdir "$tmp/same-out"
+  "$bin" batch "$tmp/same-in.jsonl" --media-dir "$tmp/same-out/media" "$@" > /dev/null 2> "$tmp/same.err"
+  local status=$?
+  check "$1: refused (exit $status)" "[ $status -ne 0 ] && grep -q 'same file' $tmp/same.err"
+  check "$1: the input is untouched" "cmp -s $tmp/same-in.jsonl $tmp/same-in.orig"
+  check "$1: nothing created" "[ -z \"\$(ls -A $tmp/same-out)\" ]"
+}
+o="$tmp/same-out"
+refused "input = output" --output "$tmp/same-in.jsonl"
+refused "input = report" --output "$o/x.jsonl" --report "$tmp/same-in.jsonl"
+refused "input = rejects" --output "$o/x.jsonl" --rejects "$tmp/same-in.jsonl"
+refused "input = output through a symlink" --output "$tmp/same-link.jsonl"
+refused "input = rejects through a hard link" --output "$o/x.jsonl" --rejects "$tmp/same-hard.jsonl"
+refused "input = report by another spelling" --output "$o/x.jsonl" --report "$tmp/../$(basename "$tmp")/same-in.jsonl"
+refused "output = report, not yet there" --output "$o/x.jsonl" --report "$o/x.jsonl"
+refused "output = rejects, not yet there" --output "$o/x.jsonl" --rejects "$o/./x.jsonl"
+refused "report = rejects, not yet there" --output "$o/x.jsonl" --report "$o/r.jsonl" --rejects "$o/r.jsonl"
+mkdir -p "$tmp/same-dir" && cp Samples/payloads/generic.json "$tmp/same-dir/"
+cp -r "$tmp/same-dir" "$tmp/same-dir.orig"
+"$bin" batch "$tmp/same-dir" --output "$tmp/same-dir" --media-dir "$tmp/same-dir-media" > /dev/null 2>&1
+check "a directory batch into its own input directory is refused" "[ $? -ne 0 ] && diff -r $tmp/same-dir $tmp/same-dir.orig > /dev/null"
+"$bin" batch "$tmp/same-in.jsonl" --output "$o/x.jsonl" --media-dir "$o/media" > /dev/null 2>&1
+check "distinct files run (exit $?)" "[ -s $o/x.jsonl ] && [ -s $o/x.jsonl.report.jsonl ]"
 finish batch

@@ -39,6 +39,24 @@ curl -sf "$url" -o "$work/page.html" || fail "the page is served"
 grep -q "<title>Attache lab</title>" "$work/page.html" || fail "the page is the lab's: $(head -c 300 "$work/page.html")"
 ok "the page is served from the binary"
 
+# Other sites kept out: a rebound Host, a foreign Origin, a form-like text/plain POST.
+port=${url##*:}
+port=${port%%/*}
+status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+run_body='{"payload":"{\"aps\":{\"alert\":\"x\"}}","deadline_ms":1000,"profile":"none"}'
+[ "$(status -H "Host: evil.example:$port" "$url/api/setup")" = 421 ] || fail "a rebound Host is refused (421)"
+[ "$(status -H "Host: evil.example:$port" "$url/")" = 421 ] || fail "… on the page too"
+[ "$(status -H "Host: localhost:$port" "$url/api/setup")" = 200 ] || fail "localhost:PORT is the lab"
+[ "$(status -H "Host: evil.example:$port" -H "Origin: http://evil.example" -H "Content-Type: text/plain" --data-binary "$run_body" "$url/api/run")" = 421 ] \
+  || fail "the issue's request (Host and Origin of another site, text/plain) is refused"
+[ "$(status -H "Origin: http://evil.example" -H "Content-Type: application/json" --data-binary "$run_body" "$url/api/run")" = 403 ] \
+  || fail "a POST from another origin is refused (403)"
+[ "$(status -H "Sec-Fetch-Site: cross-site" "$url/api/setup")" = 403 ] || fail "a cross-site read of the setup is refused (403)"
+[ "$(status -H "Content-Type: text/plain" --data-binary "$run_body" "$url/api/run")" = 415 ] || fail "a text/plain POST is refused (415)"
+[ "$(status -H "Origin: $url" -H "Sec-Fetch-Site: same-origin" -H "Content-Type: application/json" --data-binary '{"payload":"{}"}' "$url/api/check")" = 204 ] \
+  || fail "the lab's own page's request is answered"
+ok "other sites' requests are refused: rebound Host 421, foreign Origin 403, text/plain 415"
+
 "$PYTHON" Tests/browser/lab.py "$url" ${LAB_SCREENSHOT:+"$LAB_SCREENSHOT"}
 ok "the browser checks"
 echo "# lab.sh: $pass passed"

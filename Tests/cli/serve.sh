@@ -40,6 +40,25 @@ check "serve exits 0 after SIGTERM (got $code)" "[ $code -eq 0 ]"
 check "all 50 in-flight requests answered 200 (got $ok)" "[ $ok -eq 50 ]"
 check "and enriched, not cut short (got $enriched)" "[ $enriched -eq 50 ]"
 check "no new connections after shutdown" "! curl -s -o /dev/null --max-time 1 http://127.0.0.1:$sport/healthz"
+# One store, two settings: what the first service (no base URL: file:// URLs) recorded is never
+# answered by a second one started with a public base URL; every URL it names is under that base.
+sed "s/127.0.0.1:8765/127.0.0.1:$port/" Samples/payloads/fcm.json > "$tmp/fcm.json"
+for base in "" https://cdn.example.com/media; do
+  bport=$(free_port)
+  "$bin" serve --port "$bport" --allow-address 127.0.0.1/32 --media-dir "$tmp/shared-media" \
+    ${base:+--public-base-url "$base"} > "$tmp/base${base:+-cdn}.log" 2>&1 &
+  bserver=$!
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$bport/healthz" && break; sleep 0.1; done
+  curl -s --data-binary @"$tmp/fcm.json" "http://127.0.0.1:$bport/v1/enrich" > "$tmp/base${base:+-cdn}.json"
+  kill -TERM "$bserver"; wait "$bserver"
+done
+check "without a base URL: file:// URLs, and the start says so once" \
+  "grep -q 'file://' $tmp/base.json && [ \$(grep -c 'no --public-base-url' $tmp/base.log) -eq 1 ]"
+urls=$(grep -o '"[a-z]*://[^"]*"' "$tmp/base-cdn.json" | sort -u | tr '\n' ' ')
+check "restarted with a base URL over the same store: every URL under it ($urls)" \
+  "[ -n \"$urls\" ] && ! echo '$urls' | tr ' ' '\n' | grep -v '^\"https://cdn.example.com/media/' | grep -q ."
+check "… and the start does not warn" "! grep -q 'no --public-base-url' $tmp/base-cdn.log"
+
 # attache config: what the service would run with, from the service's own reading, secrets hidden.
 config=$(ATTACHE_TOKENS=s3cret-token ATTACHE_DEADLINE=2s "$bin" config serve --port 9123 2>&1)
 check "config: a flag's value and source" "echo \"\$config\" | grep -E -q '^ATTACHE_PORT +9123 +flag\$'"

@@ -39,6 +39,10 @@ tenants:
     tokens: ["$(hash delta-token)"]
     hosts: ["127.0.0.1"]
     cache-group: brands
+  epsilon:
+    tokens: ["$(hash epsilon-token)"]
+    hosts: ["127.0.0.1"]
+    daily-download-bytes: 200KB
 YAML
   mv "$tmp/tenants.next" "$tmp/tenants.yaml"  # a rename: the reader sees one version or the other
 }
@@ -121,6 +125,22 @@ check "beta past its rate is answered 429 with Retry-After" "grep -q '^beta-toke
 check "… at most its burst went through" "[ \$(awk '\$1 == \"beta-token\" && \$2 == 200 {s += \$4} END {print s+0}' $tmp/flood.txt) -le 2 ]"
 check "acme's 40 all went through meanwhile" "grep -q '^acme-token 200 None 40$' $tmp/flood.txt"
 
+# Quota: 12 of epsilon's payloads at once, each a 140 KB photo of its own, against 200 KB a day.
+# Each transfer claims its bytes as they arrive: together they keep no more than the quota, the
+# ones it ran out under end quota-exceeded, and the next day's admission is refused (429).
+quota_pids=()
+for i in $(seq 12); do
+  curl -s -D - -o /dev/null -H "Authorization: Bearer epsilon-token" \
+    -d "{\"aps\":{\"alert\":\"q$i\",\"mutable-content\":1},\"media-url\":\"http://127.0.0.1:$port/photo.jpg?quota=$i\"}" \
+    "http://127.0.0.1:$sport/v1/enrich" | tr -d '\r' | sed -n 's/^Attache-Outcome: //Ip' > "$tmp/quota.$i" &
+  quota_pids+=($!)
+done
+wait "${quota_pids[@]}"
+claimed=$(curl -s -H 'Authorization: Bearer operator-token' "http://127.0.0.1:$sport/metrics" | sed -n 's/^attache_tenant_quota_bytes_total{tenant="epsilon"} //p')
+check "12 parallel payloads kept no more than the 200 KB quota between them (claimed ${claimed:-none})" "[ -n '$claimed' ] && [ '$claimed' -le 200000 ]"
+check "… at most one photo was enriched ($(grep -l '^enriched' "$tmp"/quota.* | wc -l))" "[ \$(grep -l '^enriched' $tmp/quota.* | wc -l) -le 1 ]"
+check "… the others ran out: quota-exceeded ($(cat "$tmp"/quota.* | sort | uniq -c | tr '\n' ' '))" "[ \$(grep -l 'reason=quota-exceeded' $tmp/quota.* | wc -l) -ge 10 ]"
+
 # Reload under load: 300 of acme's requests in flight at once (each a new image URL, so each is
 # fetched and decoded) while beta's token is replaced; not one of acme's fails, the new token
 # works within the reload interval, the old one is refused.
@@ -168,6 +188,33 @@ for _ in $(seq 50); do grep -q 'tenants file refused' "$tmp/serve.log" && break;
 check "a bad version is logged with its line" "grep 'tenants file refused' $tmp/serve.log | grep -q 'line 3'"
 check "… and counted" "curl -s -H 'Authorization: Bearer operator-token' http://127.0.0.1:$sport/metrics | grep '^attache_tenants_reload_failures_total 1' >/dev/null"
 check "… and the version before is in force" "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer acme-token' -d '{}' http://127.0.0.1:$sport/v1/enrich) = 200 ]"
+
+# A version with no tenants (every request would be 401), then no file at all, a FIFO and a
+# device in its place: each refused, logged once, counted, and the version before stays.
+failures() { curl -s -H 'Authorization: Bearer operator-token' "http://127.0.0.1:$sport/metrics" | sed -n 's/^attache_tenants_reload_failures_total //p'; }
+refused_version() {  # what it is, the log's words for it, the count after it
+  for _ in $(seq 60); do [ "$(failures)" = "$3" ] && break; sleep 0.1; done
+  check "$1: refused and counted (failures: $(failures), expected $3)" "[ '$(failures)' = $3 ]"
+  check "$1: logged once" "[ \$(grep -c '$2' $tmp/serve.log) -eq 1 ]"
+  check "$1: the version before is in force" "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer acme-token' -d '{}' http://127.0.0.1:$sport/v1/enrich) = 200 ]"
+}
+printf 'tenants: {}\n' > "$tmp/tenants.next" && mv "$tmp/tenants.next" "$tmp/tenants.yaml"
+refused_version "an empty tenants file" "no tenants: every request would be refused" 2
+rm "$tmp/tenants.yaml"
+refused_version "the file deleted" "the file is gone" 3
+mkfifo "$tmp/tenants.yaml"
+refused_version "a FIFO in its place" "the file is a FIFO" 4
+rm "$tmp/tenants.yaml" && ln -s /dev/zero "$tmp/tenants.yaml"
+refused_version "/dev/zero in its place" "the file is a device" 5
+rm "$tmp/tenants.yaml" && write_tenants beta-token-3
+for _ in $(seq 60); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer beta-token-3' -d '{}' "http://127.0.0.1:$sport/v1/enrich")" = 200 ] && break
+  sleep 0.1
+done
+check "a good version after them is read again" "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer beta-token-3' -d '{}' http://127.0.0.1:$sport/v1/enrich) = 200 ]"
+printf 'tenants: {}\n' > "$tmp/empty.yaml"
+"$bin" serve --port 0 --tenants-file "$tmp/empty.yaml" --media-dir "$tmp/m0" > "$tmp/empty.out" 2>&1
+check "an empty tenants file stops the start, saying why" "[ $? -ne 0 ] && grep -q 'no tenants' $tmp/empty.out"
 
 # Metrics carry the tenant.
 curl -s -H 'Authorization: Bearer operator-token' "http://127.0.0.1:$sport/metrics" > "$tmp/metrics"

@@ -96,6 +96,24 @@ check "… without a fetch" "[ $(origin_requests animated.gif) = $gets_before ]"
 health=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport2/healthz")
 check "/healthz on the metrics port is 200 while connected (got $health)" "[ $health = 200 ]"
 check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep '^attache_queue_consumed_total' >/dev/null"
+
+# Headers read as sent, whatever the other headers' values: empty, blank, repeated (the first
+# counts), more digits than any deadline (capped, not the default), a no-break space (not 5).
+"$python" Tests/cli/nats-headers.py "$nats" '{"aps":{"alert":"h","mutable-content":1}}' > "$tmp/headers.out"
+header() { python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    a = json.loads(l)
+    if a["id"] == sys.argv[2]: print((a["headers"] or {}).get(sys.argv[3], "none"))' "$tmp/headers.out" "$1" "$2"; }
+default_ms=$(header hdr-plain Attache-Deadline-Ms)
+for id in hdr-empty-last hdr-empty-middle hdr-empty-nospace hdr-blank; do
+  check "$id: the message id is the source id (got $(header $id Attache-Source-Id))" "[ '$(header $id Attache-Source-Id)' = $id ]"
+  check "$id: the deadline header is read: 1 ms (got $(header $id Attache-Deadline-Ms))" "[ '$(header $id Attache-Deadline-Ms)' = 1 ]"
+done
+check "a repeated deadline header: the first counts (got $(header hdr-repeated Attache-Deadline-Ms))" "[ '$(header hdr-repeated Attache-Deadline-Ms)' = 1 ]"
+check "23 digits are capped like any long deadline ($(header hdr-23-digits Attache-Deadline-Ms) = $(header hdr-huge Attache-Deadline-Ms), default $default_ms)" \
+  "[ '$(header hdr-23-digits Attache-Deadline-Ms)' = '$(header hdr-huge Attache-Deadline-Ms)' ] && [ '$(header hdr-huge Attache-Deadline-Ms)' != '$default_ms' ]"
+check "5 and a no-break space is not 5: the default (got $(header hdr-nbsp Attache-Deadline-Ms))" "[ '$(header hdr-nbsp Attache-Deadline-Ms)' = '$default_ms' ]"
+check "a malformed deadline is logged with the message id" "grep -q 'malformed Attache-Deadline-Ms.*hdr-nbsp\\|hdr-nbsp.*malformed Attache-Deadline-Ms' $tmp/c.log"
 kill -TERM "$c"; wait "$c"
 
 # SIGTERM with messages in flight: the worker finishes them, publishes, acks, and exits 0 —

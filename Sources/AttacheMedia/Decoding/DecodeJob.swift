@@ -13,6 +13,20 @@ public enum DecodeJob: Sendable {
     /// The facts and the verdict only.
     case probe(bytes: MappedBytes, limits: MediaLimits)
 
+    /// Work that may hold a decoder for seconds: a movie or sound (a poster decoded forward, a
+    /// conversion), or an image that may be an animation of many frames (a GIF, WebP or AVIF over
+    /// 256 KB, whose conversion to a movie decodes every frame). A decoder pool keeps one helper
+    /// out of such work, for everything else.
+    public var isHeavy: Bool {
+        switch self {
+        case .movie: return true
+        case .probe: return false
+        case let .image(bytes, format, _, _):
+            guard let format, format == .gif || format == .webp || format == .avif else { return false }
+            return bytes.count > 256 << 10
+        }
+    }
+
     public var bytes: MappedBytes {
         switch self {
         case .image(let bytes, _, _, _), .movie(let bytes, _, _, _, _, _), .probe(let bytes, _): return bytes

@@ -53,7 +53,11 @@ typedef struct {
 } attache_nats_meta;
 
 const void *attache_nats_msg_data(attache_nats_msg *msg, int *length);
-/// A header's value, or NULL (valid while the message lives).
+/// The message's header block as it arrived (`NATS/1.0…\r\n\r\n`; valid while the message lives;
+/// length 0 for none), or -1 when it cannot be read as it arrived: the caller falls back to
+/// `attache_nats_msg_header`.
+int attache_nats_msg_header_block(attache_nats_msg *msg, const char **block, int *length);
+/// A header's value as nats.c parses it, or NULL (valid while the message lives).
 const char *attache_nats_msg_header(attache_nats_msg *msg, const char *key);
 int attache_nats_msg_meta(attache_nats_msg *msg, attache_nats_meta *meta);
 int attache_nats_ack(attache_nats_msg *msg);

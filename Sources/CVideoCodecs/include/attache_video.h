@@ -74,6 +74,8 @@ typedef struct {
     int sample_rate;
     int channels;           // 1 or 2
     double max_seconds;     // keep at most this much from the start (0: all of it)
+    double limit_seconds;   // a packet this far past the start refuses the file (ATTACHE_ERR_LIMITS),
+                            // whatever its header declared or left out (0: no limit)
     int64_t max_bytes;      // the output may not grow past this
     int threads;            // encoder and decoder threads (0: as many as cores)
     const char *preset;     // x264's speed preset

@@ -1,0 +1,59 @@
+import AttacheHTTPService
+import HTTPTypes
+import Hummingbird
+import Synchronization
+
+/// Keeps other web pages out of a lab on loopback. A page on another site can make the browser
+/// send requests to `127.0.0.1:PORT` (a form, a `text/plain` fetch: no preflight) and, by DNS
+/// rebinding, even read the answers under its own name; the lab may have been started with
+/// `--allow-address` for a private network, so its runs and `/media` can reveal internal images.
+///
+/// - On loopback, every request must name the lab itself in `Host` (`127.0.0.1:PORT`,
+///   `localhost:PORT` or `[::1]:PORT`): a rebound name is 421.
+/// - Every `/api/` request from a browser must come from the lab's own page: an `Origin` other
+///   than `http://<Host>` or a `Sec-Fetch-Site` other than `same-origin` (or `none`, typed in the
+///   address bar) is 403. Clients that are not browsers send neither and cannot be made to.
+/// - A `POST` must say `Content-Type: application/json`, which no form can send without a
+///   preflight the lab does not answer: anything else is 415.
+struct LabGuard<Context: RequestContext>: RouterMiddleware {
+    /// Whether the lab listens on loopback (then Host is checked).
+    let loopback: Bool
+    /// The port it listens on, known once it is bound.
+    let port: LabPort
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let host = request.head.authority ?? ""
+        if loopback {
+            let port = self.port.value
+            guard ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"].contains(host.lowercased()) else {
+                return ErrorResponse.response(.misdirectedRequest, "this is the Attache lab on 127.0.0.1:\(port); Host \(host) is not it")
+            }
+        }
+        guard request.uri.path.hasPrefix("/api/") else { return try await next(request, context) }
+        if let origin = request.headers[.origin], origin.lowercased() != "http://\(host.lowercased())" {
+            return ErrorResponse.response(.forbidden, "the lab's API answers its own page only, not \(origin)")
+        }
+        if let site = request.headers[.secFetchSite], site != "same-origin", site != "none" {
+            return ErrorResponse.response(.forbidden, "the lab's API answers its own page only (Sec-Fetch-Site: \(site))")
+        }
+        if request.method == .post {
+            let type = request.headers[.contentType]?.split(separator: ";").first.map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
+            guard type == "application/json" else {
+                return ErrorResponse.response(.unsupportedMediaType, "the lab's API takes Content-Type: application/json")
+            }
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The port the lab listens on: 0 until it is bound (a port of 0 asks the system for one).
+final class LabPort: Sendable {
+    private let port = Atomic<Int>(0)
+    init(_ port: Int) { self.port.store(port, ordering: .relaxed) }
+    var value: Int { port.load(ordering: .relaxed) }
+    func set(_ value: Int) { port.store(value, ordering: .relaxed) }
+}
+
+extension HTTPField.Name {
+    static let secFetchSite = Self("Sec-Fetch-Site")!
+}
