@@ -30,7 +30,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 ok = sum(a["outcome"] == "attached" for a in r["attachments"])
 why = f" ({r['reason']})" if r["reason"] else ""
-print(f"   → {r['outcome']}{why}: {ok}/{len(r['attachments'])} attached in {r['elapsed_ms']:.0f} ms, {r['payload_bytes']} bytes")
+failed = [a for a in r["attachments"] if a["outcome"] == "failed" and a.get("message")]
+said = f"; {failed[0]['id']}: {failed[0]['message']}" if failed else ""
+print(f"   → {r['outcome']}{why}: {ok}/{len(r['attachments'])} attached in {r['elapsed_ms']:.0f} ms, {r['payload_bytes']} bytes{said}")
 PY
 done
 

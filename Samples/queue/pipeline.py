@@ -3,6 +3,7 @@ what to send from ATTACHE_OUT. Run by Tests/cli/worker.sh and Benchmarks/worker.
 shows its `publish` and `read` functions.
 
   pipeline.py publish URL COUNT TEMPLATE [DEADLINE_MS]   TEMPLATE: a payload, {i} replaced by 0..COUNT-1
+  pipeline.py read URL [N]                                the next N payloads to send (default 1), as they come: id, outcome, payload
   pipeline.py count URL                                   messages in ATTACHE_OUT
   pipeline.py check URL COUNT                             each id p0..p{COUNT-1} exactly once in ATTACHE_OUT
   pipeline.py run URL COUNT TEMPLATE                      publish COUNT, wait for every output: payloads/s, p50 and p99 ms
@@ -35,7 +36,15 @@ async def publish(js, payload: bytes, msg_id: str, deadline_ms=None):
 
 async def read(js, durable="sender"):
     """What to send, as it comes: the payload, and which input it answers."""
-    sub = await js.pull_subscribe("attache.out", durable=durable, stream="ATTACHE_OUT")
+    # The worker makes ATTACHE_OUT when it starts: a sender started at the same time waits for it.
+    for _ in range(50):
+        try:
+            sub = await js.pull_subscribe("attache.out", durable=durable, stream="ATTACHE_OUT")
+            break
+        except NotFoundError:
+            await asyncio.sleep(0.2)
+    else:
+        raise SystemExit("no ATTACHE_OUT stream: is attache worker running?")
     while True:
         try:
             messages = await sub.fetch(batch=100, timeout=1)
@@ -72,6 +81,13 @@ async def main(argv):
                     await asyncio.gather(*pending)
                     pending = []
             await asyncio.gather(*pending)
+        elif command == "read":
+            left = int(argv[3]) if len(argv) > 3 else 1
+            async for source, outcome, payload in read(js):
+                print(f"{source}  {outcome}  {payload.decode()}", flush=True)
+                left -= 1
+                if left == 0:
+                    break
         elif command == "count":
             try:
                 print((await js.stream_info("ATTACHE_OUT")).state.messages)

@@ -17,6 +17,10 @@ public struct EnrichmentScope: Sendable {
     /// Results are cached per namespace: a scope never receives another namespace's result (its
     /// URLs would name another tenant's store). Tenants that share a namespace share results.
     public var cacheNamespace: String
+    /// Results of this namespace are answered to scopes with other stores (a tenants file's cache
+    /// group): their URLs name the store of the scope that made them, so the scope's own store
+    /// is not part of what they are cached by (the enrichment's base URL still is).
+    public var sharesResultsAcrossStores = false
     /// Claims bytes from the scope's download budget as its media arrives (see
     /// `FetchRequest.allowance`); nil: no budget.
     public var downloadAllowance: (@Sendable (_ bytes: Int) -> Bool)?

@@ -187,7 +187,9 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     /// Everything that changes what a URL renders to, and what its attachment's URLs start with:
     /// a record made under one base URL (or as `file://`, with none) is never answered under
-    /// another, though both name the same stored files.
+    /// another, though both name the same stored files. (A cache group's members answer each
+    /// other's results, under the store of whoever made them: theirs is keyed by the
+    /// enrichment's own base.)
     private func cacheKey(_ media: MediaRequest) -> String {
         let r = services.configuration.render
         let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
@@ -197,7 +199,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let caps = scope.limits == nil ? "" : " l\(l.maxPixels),\(l.imageBytes),\(l.audioBytes),\(l.videoBytes),\(l.maxDuration)"
         let namespace = scope.cacheNamespace.isEmpty ? "" : "[\(scope.cacheNamespace)] "
         let render = "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
-        let base: String = store.urlBase
+        let base: String = scope.sharesResultsAcrossStores ? services.store.urlBase : store.urlBase
         return namespace + render + (androidCopy ? " android" : "") + transcode + caps + " u" + base
     }
 

@@ -155,6 +155,10 @@ public struct EnrichReport: Sendable {
         var line = "\(outcome.rawValue)"
         if let reason { line += " (\(reason))" }
         line += "  \(attached)/\(attachments.count) attached  \(Int(elapsedMs.rounded())) ms  \(payloadBytes) bytes"
+        // Why, in words, when the reason alone does not say it ("fetch-failed": which failure).
+        if let failed = attachments.first(where: { $0.outcome == .failed && $0.message != nil }), let message = failed.message {
+            line += "  (\(failed.id): \(message))"
+        }
         return line
     }
 }

@@ -21,6 +21,7 @@ enum LabPage {
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Attache lab</title>
     <link rel="stylesheet" href="/lab.css">
+    <link rel="icon" href="data:,">
     <script src="/lab.js" defer></script>
     </head>
     <body>
@@ -287,12 +288,12 @@ enum LabPage {
       const end = Math.max(run.elapsed_ms || run.now || 0, 1);
       const deadline = run.deadline_ms;
       const span = deadline <= end * 3 ? Math.max(deadline, end) * 1.05 : end * 1.5;
-      const left = 150, right = 16, top = 34, lane = 34, width = 880, plot = width - left - right;
+      const left = 150, right = 16, top = 34, lane = 48, width = 880, plot = width - left - right;
       const lanes = run.attachments.length || 1;
       const height = top + lane * lanes + 26;
       const x = (ms) => left + (ms / span) * plot;
       const parts = ['<svg viewBox="0 0 ' + width + ' ' + height + '" role="img" aria-label="Timeline: ' + esc(run.outcome ? run.outcome : 'running') + '" font-family="ui-monospace, monospace" font-size="12">'];
-      const steps = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000];
+      const steps = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000];
       const tick = steps.find((s) => span / s <= 10) || span / 10;
       for (let t = 0; t <= span; t += tick) {
         parts.push('<line x1="' + x(t) + '" y1="' + (top - 8) + '" x2="' + x(t) + '" y2="' + (height - 22) + '" stroke="#eee"/>');
@@ -308,16 +309,25 @@ enum LabPage {
         }
         const result = a.outcome === 'attached' ? '✓ attached' : a.outcome === 'pending' ? '… ' + 'working' : '✗ ' + a.outcome + (a.reason ? ' (' + a.reason + ')' : '');
         parts.push('<text class="lane-outcome" x="' + (left - 8) + '" y="' + (y + 32) + '" text-anchor="end" font-size="10" fill="' + (a.outcome === 'attached' ? '#1e6b2d' : a.outcome === 'pending' ? '#5f6368' : '#b3261e') + '">' + esc(result) + '</text>');
+        if (a.outcome === 'failed' && a.message) {
+          // Why, in words, under the lane; the one a developer can act on comes with its remedy.
+          const hint = a.reason === 'address-denied' ? ' — restart the lab with --allow-address for that network' : '';
+          const words = String(a.message) + hint;
+          parts.push('<text class="lane-message" x="' + left + '" y="' + (y + 40) + '" font-size="10" fill="#b3261e">' + esc(words.length > 120 ? words.slice(0, 119) + '…' : words) + '<title>' + esc(words) + '</title></text>');
+        }
         parts.push('</g>');
       });
       const bottom = height - 22;
       // A deadline far beyond the work is drawn at the right edge, saying where it really is.
       const beyond = deadline > span, at = beyond ? x(span) : x(deadline);
       parts.push('<line id="deadline-line" x1="' + at + '" y1="' + (top - 8) + '" x2="' + at + '" y2="' + bottom + '" stroke="#b3261e" stroke-width="2" stroke-dasharray="6 4"/>');
-      parts.push('<text x="' + at + '" y="' + (bottom + 14) + '" text-anchor="' + (beyond ? 'end' : 'middle') + '" fill="#b3261e">deadline ' + Math.round(deadline) + ' ms' + (beyond ? ' (off scale) →' : '') + '</text>');
+      // Labels stay inside the drawing: anchored at their end near the right edge.
+      const nearRight = (px) => px > width - 120;
+      parts.push('<text x="' + (beyond || nearRight(at) ? Math.min(at, width - 2) : at) + '" y="' + (bottom + 14) + '" text-anchor="' + (beyond || nearRight(at) ? 'end' : 'middle') + '" fill="#b3261e">deadline ' + Math.round(deadline) + ' ms' + (beyond ? ' (off scale) →' : '') + '</text>');
       if (run.elapsed_ms !== undefined) {
         parts.push('<line id="emitted-line" x1="' + x(run.elapsed_ms) + '" y1="' + (top - 8) + '" x2="' + x(run.elapsed_ms) + '" y2="' + bottom + '" stroke="#1e6b2d" stroke-width="2"/>');
-        parts.push('<text id="timeline-outcome" x="' + Math.min(x(run.elapsed_ms) + 4, width - 200) + '" y="' + (top + 2) + '" fill="#1e6b2d">▲ ' + esc(run.outcome) + (run.reason ? ' (' + esc(run.reason) + ')' : '') + ' at ' + Math.round(run.elapsed_ms) + ' ms</text>');
+        const out = x(run.elapsed_ms), flip = out > left + plot / 2;
+        parts.push('<text id="timeline-outcome" x="' + (flip ? out - 4 : out + 4) + '" y="' + (top + 2) + '" text-anchor="' + (flip ? 'end' : 'start') + '" fill="#1e6b2d">' + (flip ? '' : '▲ ') + esc(run.outcome) + (run.reason ? ' (' + esc(run.reason) + ')' : '') + ' at ' + Math.round(run.elapsed_ms) + ' ms' + (flip ? ' ▲' : '') + '</text>');
       } else if (run.now !== undefined) {
         parts.push('<line id="now-line" x1="' + x(run.now) + '" y1="' + (top - 8) + '" x2="' + x(run.now) + '" y2="' + bottom + '" stroke="#5f6368"/>');
       }
@@ -326,6 +336,20 @@ enum LabPage {
     }
 
     // ---- result ----
+    // What a run showed goes before the next one starts: a run that fails to start leaves nothing
+    // that reads as its own.
+    function clearResult() {
+      $('timeline').innerHTML = '';
+      const outcome = $('outcome');
+      delete outcome.dataset.outcome;
+      outcome.textContent = '';
+      $('budget').innerHTML = '';
+      $('diff').tBodies[0].innerHTML = '';
+      $('payload-out').textContent = '';
+      $('images').tBodies[0].innerHTML = '';
+      for (const id of ['preview-ios-collapsed', 'preview-ios-expanded', 'preview-android']) $(id).innerHTML = '';
+    }
+
     function showResult(result) {
       const outcome = $('outcome');
       outcome.dataset.outcome = result.outcome;
@@ -393,6 +417,7 @@ enum LabPage {
       state.running = true;
       $('run').disabled = true;
       $('run-status').textContent = 'running…';
+      clearResult();
       try {
         await stream('run', { payload, deadline_ms: deadline, profile: $('profile').value }, (event, data) => {
           if (event === 'start') { showJSONError(null); started = performance.now(); live.deadline_ms = data.deadline_ms; frame = requestAnimationFrame(tick); }

@@ -146,7 +146,7 @@ final class ProgressDisplay: Sendable {
             lines.append("  reasons: " + p.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
         if let cache {
-            lines.append("  distinct media URLs: \(cache.misses) fetched and rendered, reused \(cache.hits + cache.shared) times")
+            lines.append("  distinct media URLs: \(cache.misses), each fetched at most once; answers reused \(cache.hits + cache.shared) times")
         }
         lines.append("  fetched: \(engine.bytesReceived) bytes over \(engine.connectionsOpened) connections")
         printError(lines.joined(separator: "\n"))

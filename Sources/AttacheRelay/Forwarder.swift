@@ -31,8 +31,9 @@ public struct Forwarder: Sendable {
         let tls = TLSConfiguration.upstream(caFile: configuration.upstreamCA)
         var apnsTLS = tls
         if let identity = configuration.apnsCertificate {
-            apnsTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(identity.certificatePath).map { .certificate($0) }
-            apnsTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.keyPath, format: .pem))
+            let (chain, key) = try identity.load(certificateOption: "--apns-certificate", keyOption: "--apns-certificate-key")
+            apnsTLS.certificateChain = chain.map { .certificate($0) }
+            apnsTLS.privateKey = .privateKey(key)
         }
         let connections = max(2, System.coreCount)
         func origin(_ url: String) throws -> UpstreamConnections.Origin {

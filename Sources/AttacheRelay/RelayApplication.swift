@@ -6,6 +6,9 @@ import HummingbirdCore
 import HummingbirdHTTP2
 import Logging
 import NIOSSL
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `attache relay` as an application: what the command runs and what the tests drive.
 public func buildRelayApplication(
@@ -38,9 +41,8 @@ public func buildRelayApplication(
 
 /// The relay's certificate chain and key from PEM files; ALPN `h2`, then `http/1.1`.
 func tlsConfiguration(_ tls: RelayConfiguration.Identity) throws -> TLSConfiguration {
-    let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
-    let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
-    var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    let (chain, key) = try tls.load(certificateOption: "--tls-certificate", keyOption: "--tls-key")
+    var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
     configuration.applicationProtocols = ["h2", "http/1.1"]
     return configuration
 }
@@ -54,4 +56,33 @@ struct BadPath<Context: RequestContext>: RouterMiddleware {
             return Provider.apns.error(.notFound, "BadPath")
         }
     }
+}
+
+extension RelayConfiguration.Identity {
+    /// The chain and its key from their PEM files, or an error that names the option, the file and
+    /// what is wrong with it (NIOSSL says only `failedToLoadCertificate`).
+    func load(certificateOption: String, keyOption: String) throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
+        for (option, path) in [(certificateOption, certificatePath), (keyOption, keyPath)] where access(path, R_OK) != 0 {
+            throw IdentityFileError(description: "\(option) \(path): \(String(cString: strerror(errno)))")
+        }
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
+        } catch {
+            throw IdentityFileError(description: "\(certificateOption) \(certificatePath) is not a PEM certificate chain (\(error))")
+        }
+        guard !chain.isEmpty else {
+            throw IdentityFileError(description: "\(certificateOption) \(certificatePath) holds no certificate")
+        }
+        do {
+            return (chain, try NIOSSLPrivateKey(file: keyPath, format: .pem))
+        } catch {
+            throw IdentityFileError(description: "\(keyOption) \(keyPath) is not a PEM private key (\(error))")
+        }
+    }
+}
+
+/// A certificate or key file that cannot be used, said with the option and the file.
+public struct IdentityFileError: Error, CustomStringConvertible {
+    public let description: String
 }

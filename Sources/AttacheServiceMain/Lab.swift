@@ -79,6 +79,10 @@ struct Lab: LongRunningCommand {
     }
 
     func run() async throws {
+        try await reportingFailure("lab") { try await lab() }
+    }
+
+    private func lab() async throws {
         var setup = try await setUp()
         _ = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.lab")
@@ -97,7 +101,7 @@ struct Lab: LongRunningCommand {
             if open { openInBrowser(url + "/") }
         }
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        try await listening(on: [url.dropFirst("http://".count).description]) { try await group.run() }
     }
 }
 

@@ -147,6 +147,10 @@ struct Relay: LongRunningCommand {
     }
 
     func run() async throws {
+        try await reportingFailure("relay") { try await relay() }
+    }
+
+    private func relay() async throws {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
@@ -165,6 +169,7 @@ struct Relay: LongRunningCommand {
             "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
         ])
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        let addresses = ["\(setup.relay.host):\(setup.relay.port)"] + (setup.metricsPort.map { ["\(setup.relay.host):\($0)"] } ?? [])
+        try await listening(on: addresses) { try await group.run() }
     }
 }

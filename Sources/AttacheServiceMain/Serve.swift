@@ -90,6 +90,10 @@ struct Serve: LongRunningCommand {
     }
 
     func run() async throws {
+        try await reportingFailure("serve") { try await serve() }
+    }
+
+    private func serve() async throws {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.server")
@@ -106,7 +110,7 @@ struct Serve: LongRunningCommand {
             services: [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? []) + [app],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         ))
-        try await group.run()
+        try await listening(on: ["\(server.host):\(server.port)"]) { try await group.run() }
         logger.info("attache serve stopped")
     }
 }

@@ -121,6 +121,10 @@ struct Worker: LongRunningCommand {
     }
 
     func run() async throws {
+        try await reportingFailure("worker") { try await work() }
+    }
+
+    private func work() async throws {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
@@ -142,6 +146,6 @@ struct Worker: LongRunningCommand {
         }
         // The enrichment first, so that it is stopped last, after the worker has finished.
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        try await listening(on: setup.probe.map { ["\($0.host):\($0.port)"] } ?? []) { try await group.run() }
     }
 }

@@ -26,8 +26,10 @@ public final class Tenants: Sendable {
     /// its cache namespace.
     public static func scope(in enrichment: Enrichment) -> @Sendable (Tenant) throws -> EnrichmentScope {
         { tenant in
-            EnrichmentScope(name: tenant.name, store: try enrichment.store(prefix: tenant.storePrefix, publicBaseURL: tenant.publicBaseURL),
-                            allowedHosts: tenant.hosts, limits: tenant.limits, cacheNamespace: tenant.cacheNamespace)
+            var scope = EnrichmentScope(name: tenant.name, store: try enrichment.store(prefix: tenant.storePrefix, publicBaseURL: tenant.publicBaseURL),
+                                        allowedHosts: tenant.hosts, limits: tenant.limits, cacheNamespace: tenant.cacheNamespace)
+            scope.sharesResultsAcrossStores = tenant.cacheGroup != nil
+            return scope
         }
     }
 

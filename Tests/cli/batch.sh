@@ -51,12 +51,14 @@ cp "$tmp/same-in.jsonl" "$tmp/same-in.orig"
 ln -s same-in.jsonl "$tmp/same-link.jsonl"
 ln "$tmp/same-in.jsonl" "$tmp/same-hard.jsonl"
 refused() {  # name, arguments after the input
+  local name=$1
+  shift
   rm -rf "$tmp/same-out" && mkdir "$tmp/same-out"
   "$bin" batch "$tmp/same-in.jsonl" --media-dir "$tmp/same-out/media" "$@" > /dev/null 2> "$tmp/same.err"
   local status=$?
-  check "$1: refused (exit $status)" "[ $status -ne 0 ] && grep -q 'same file' $tmp/same.err"
-  check "$1: the input is untouched" "cmp -s $tmp/same-in.jsonl $tmp/same-in.orig"
-  check "$1: nothing created" "[ -z \"\$(ls -A $tmp/same-out)\" ]"
+  check "$name: refused (exit $status)" "[ $status -ne 0 ] && grep -q 'same file' $tmp/same.err"
+  check "$name: the input is untouched" "cmp -s $tmp/same-in.jsonl $tmp/same-in.orig"
+  check "$name: nothing created" "[ -z \"\$(ls -A $tmp/same-out)\" ]"
 }
 o="$tmp/same-out"
 refused "input = output" --output "$tmp/same-in.jsonl"

@@ -97,8 +97,12 @@ health=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport2/health
 check "/healthz on the metrics port is 200 while connected (got $health)" "[ $health = 200 ]"
 check "/metrics counts what was consumed" "curl -s http://127.0.0.1:$mport2/metrics | grep '^attache_queue_consumed_total' >/dev/null"
 
+kill -TERM "$c"; wait "$c"
+
 # Headers read as sent, whatever the other headers' values: empty, blank, repeated (the first
 # counts), more digits than any deadline (capped, not the default), a no-break space (not 5).
+# A worker of its own, whose default (300 ms) is below its longest deadline.
+start_worker h --deadline 300ms --ack-wait 12s; h=$worker
 "$python" Tests/cli/nats-headers.py "$nats" '{"aps":{"alert":"h","mutable-content":1}}' > "$tmp/headers.out"
 header() { python3 -c 'import json,sys
 for l in open(sys.argv[1]):
@@ -113,8 +117,46 @@ check "a repeated deadline header: the first counts (got $(header hdr-repeated A
 check "23 digits are capped like any long deadline ($(header hdr-23-digits Attache-Deadline-Ms) = $(header hdr-huge Attache-Deadline-Ms), default $default_ms)" \
   "[ '$(header hdr-23-digits Attache-Deadline-Ms)' = '$(header hdr-huge Attache-Deadline-Ms)' ] && [ '$(header hdr-huge Attache-Deadline-Ms)' != '$default_ms' ]"
 check "5 and a no-break space is not 5: the default (got $(header hdr-nbsp Attache-Deadline-Ms))" "[ '$(header hdr-nbsp Attache-Deadline-Ms)' = '$default_ms' ]"
-check "a malformed deadline is logged with the message id" "grep -q 'malformed Attache-Deadline-Ms.*hdr-nbsp\\|hdr-nbsp.*malformed Attache-Deadline-Ms' $tmp/c.log"
-kill -TERM "$c"; wait "$c"
+check "a malformed deadline is logged with the message id" "grep -q 'malformed Attache-Deadline-Ms.*hdr-nbsp\\|hdr-nbsp.*malformed Attache-Deadline-Ms' $tmp/h.log"
+kill -TERM "$h"; wait "$h"
+
+# Heavy work never holds every decoder helper: 12 movies decoded 300 frames forward (1.5 s each
+# here: 9 s of both helpers, were they free to take them) published with 16 photos, the photos
+# with an 8 s deadline: every photo goes out enriched.
+start_worker m --poster exact --decoders 2 --concurrency 32 --ack-wait 40s; m=$worker
+"$python" - "$nats" "$slow_port" > "$tmp/mix.out" 2>&1 <<'PY'
+import asyncio, json, sys, time, nats
+async def main(url, port):
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for i in range(12):
+        movie = {"aps": {"alert": f"h{i}", "mutable-content": 1},
+                 "com.urbanairship.media_attachment": {"url": f"http://127.0.0.1:{port}/gop10s-1080p.mp4?mix={i}", "options": {"time": 9.5}}}
+        await js.publish("attache.in", json.dumps(movie).encode(), headers={"Nats-Msg-Id": f"mix-h{i}", "Attache-Deadline-Ms": "20000"})
+    await asyncio.sleep(0.3)
+    for i in range(16):
+        photo = {"aps": {"alert": f"s{i}", "mutable-content": 1}, "image-url": f"http://127.0.0.1:{port}/photo.jpg?mix={i}"}
+        await js.publish("attache.in", json.dumps(photo).encode(), headers={"Nats-Msg-Id": f"mix-s{i}", "Attache-Deadline-Ms": "8000"})
+    outcomes, deadline = {}, time.monotonic() + 60
+    while len(outcomes) < 16 and time.monotonic() < deadline:
+        info = await js.stream_info("ATTACHE_OUT")
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            try:
+                m = await js.get_msg("ATTACHE_OUT", seq)
+            except Exception:
+                continue
+            source = (m.headers or {}).get("Attache-Source-Id", "")
+            if source.startswith("mix-s"):
+                outcomes[source] = m.headers.get("Attache-Outcome")
+        await asyncio.sleep(0.2)
+    for source, outcome in sorted(outcomes.items()):
+        print(source, outcome)
+    await nc.close()
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+PY
+check "through the worker, with 12 heavy movies in the helpers, all 16 photos were enriched within 8 s ($(awk '{print $2}' "$tmp/mix.out" | sort | uniq -c | tr '\n' ' '))" \
+  "[ \$(grep -c '^mix-s[0-9]* enriched$' $tmp/mix.out) -eq 16 ]"
+kill -TERM "$m"; wait "$m"
 
 # SIGTERM with messages in flight: the worker finishes them, publishes, acks, and exits 0 —
 # nothing is left pending for the stream to deliver again.
