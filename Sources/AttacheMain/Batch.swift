@@ -19,7 +19,13 @@ struct Batch: AsyncParsableCommand {
         continues where it stops, with no payload lost or written twice; its first line records the \
         input (path, size, a hash of its start, the shard), and resuming against another input is refused. Lines that are not JSON objects \
         are reported with their line number and copied to the rejects file; the batch goes on. Exit \
-        status is non-zero only when the batch itself could not run.
+        status is non-zero only when the batch itself could not run — as when two of the input, \
+        --output, --report and --rejects name the same file, which is refused before anything is written.
+
+        Examples:
+          attache batch Samples/campaign.jsonl --output send.jsonl --allow-address 127.0.0.1/32
+          attache batch campaign.jsonl --output send.jsonl --resume
+          attache batch campaign.jsonl --output part-2.jsonl --shard 2/8
         """
     )
 

@@ -21,6 +21,11 @@ struct Enrich: AsyncParsableCommand {
         object, nested deeper than 64 levels, or over 64 KiB). \
         Every enrichment option can also come from its ATTACHE_* variable (see each); a flag wins, and a \
         value that does not parse is an error at start.
+
+        Examples:
+          attache enrich Samples/payloads/fcm.json --deadline 2s --allow-address 127.0.0.1/32
+          attache enrich - --report - < payload.json
+          attache enrich payload.json --public-base-url https://cdn.example.com/media
         """
     )
 

@@ -15,6 +15,10 @@ struct Timeline: AsyncParsableCommand {
         runs the payload at each deadline (--steps of them) and reports the smallest deadline at which each \
         attachment makes it. Nothing is cached between runs. Try it against `attache origin` with faults, \
         e.g. an image URL ending in ?profile=3g or ?delay=800.
+
+        Examples:
+          attache timeline Samples/payloads/slow.json --deadline 1500ms --allow-address 127.0.0.1/32 --svg timeline.svg
+          attache timeline Samples/payloads/slow.json --sweep 100ms...5s --allow-address 127.0.0.1/32
         """
     )
 

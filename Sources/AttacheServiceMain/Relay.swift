@@ -23,6 +23,10 @@ struct Relay: LongRunningCommand {
         the provider's shape. Without --tls-certificate the relay speaks clear text (a sidecar on \
         loopback): HTTP/2 with prior knowledge, or HTTP/1.1, told apart by the client's first bytes. Attache-Deadline-Ms names the enrichment's budget, as for the \
         service. Every option can also come from the ATTACHE_* variable named in its help.
+
+        Examples:
+          attache relay --tls-certificate relay.pem --tls-key relay.key --port 8443 --public-base-url https://cdn.example.com/media
+          attache relay --port 8080 --apns-upstream sandbox --allow-address 10.0.0.0/8
         """
     )
 

@@ -26,6 +26,11 @@ struct Serve: LongRunningCommand {
         a flag wins over the environment, and a value that does not parse or is out of range stops the \
         start with an error naming it. SIGTERM/SIGINT: stop accepting, answer every \
         request in flight within its deadline, exit 0.
+
+        Examples:
+          attache serve --port 8080 --allow-address 127.0.0.1/32
+          attache serve --tenants-file tenants.yaml --public-base-url https://cdn.example.com/media
+          curl -H 'Attache-Deadline-Ms: 1500' --data-binary @payload.json http://127.0.0.1:8080/v1/enrich
         """
     )
 

@@ -23,6 +23,10 @@ struct Worker: LongRunningCommand {
         original (reason timeout). A message that is not a JSON object goes out as it came (fallback, \
         invalid-payload). SIGTERM/SIGINT: stop fetching, finish what is in flight within its deadlines, exit 0. \
         Every option can also come from the ATTACHE_* variable named in its help.
+
+        Examples:
+          attache worker --nats nats://127.0.0.1:4222 --allow-address 127.0.0.1/32
+          attache worker --nats nats://nats:4222 --store s3://push-media/attache/ --public-base-url https://cdn.example.com/attache
         """
     )
 

@@ -55,9 +55,13 @@ public struct ScratchSpace: Sendable {
         }
     }
 
-    /// A directory of plain files (no deeper levels are made here), then the directory itself.
+    /// A directory and everything under it (rm -rf), links removed, never followed.
     public static func removeTree(_ directory: String) {
-        for name in (try? directoryEntries(directory)) ?? [] { unlink("\(directory)/\(name)") }
+        for name in (try? directoryEntries(directory)) ?? [] {
+            let child = "\(directory)/\(name)"
+            var info = stat()
+            if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
+        }
         rmdir(directory)
     }
 

@@ -26,18 +26,14 @@ public func makeTempDirectory() throws -> String {
 
 private let madeDirectories = Mutex<[String]>([])
 
-/// rm -rf, for test directories.
+/// rm -rf, for test directories (a file too).
 func removeTree(_ path: String) {
-    guard let entries = try? directoryEntries(path) else {
+    var info = stat()
+    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
         unlink(path)
         return
     }
-    for name in entries {
-        let child = "\(path)/\(name)"
-        var info = stat()
-        if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-    }
-    rmdir(path)
+    ScratchSpace.removeTree(path)
 }
 
 /// Names in a directory (without . and ..), sorted.

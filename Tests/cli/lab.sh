@@ -40,6 +40,7 @@ grep -q "<title>Attache lab</title>" "$work/page.html" || fail "the page is the 
 ok "the page is served from the binary"
 
 # Other sites kept out: a rebound Host, a foreign Origin, a form-like text/plain POST.
+url=${url%/}
 port=${url##*:}
 port=${port%%/*}
 status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
@@ -52,11 +53,31 @@ run_body='{"payload":"{\"aps\":{\"alert\":\"x\"}}","deadline_ms":1000,"profile":
 [ "$(status -H "Origin: http://evil.example" -H "Content-Type: application/json" --data-binary "$run_body" "$url/api/run")" = 403 ] \
   || fail "a POST from another origin is refused (403)"
 [ "$(status -H "Sec-Fetch-Site: cross-site" "$url/api/setup")" = 403 ] || fail "a cross-site read of the setup is refused (403)"
+[ "$(status --path-as-is -H "Sec-Fetch-Site: cross-site" "$url//api/setup")" = 403 ] || fail "… also spelt //api/setup"
 [ "$(status -H "Content-Type: text/plain" --data-binary "$run_body" "$url/api/run")" = 415 ] || fail "a text/plain POST is refused (415)"
 [ "$(status -H "Origin: $url" -H "Sec-Fetch-Site: same-origin" -H "Content-Type: application/json" --data-binary '{"payload":"{}"}' "$url/api/check")" = 204 ] \
   || fail "the lab's own page's request is answered"
 ok "other sites' requests are refused: rebound Host 421, foreign Origin 403, text/plain 415"
 
-"$PYTHON" Tests/browser/lab.py "$url" ${LAB_SCREENSHOT:+"$LAB_SCREENSHOT"}
+"$PYTHON" Tests/browser/lab.py "$url/" ${LAB_SCREENSHOT:+"$LAB_SCREENSHOT"}
 ok "the browser checks"
+
+# What the lab made goes with it: on SIGTERM, and when it cannot listen (the port in use).
+ls -d /tmp/attache-lab-* > "$work/lab-dirs" 2>/dev/null || true
+[ -s "$work/lab-dirs" ] || fail "the running lab has a work directory under /tmp"
+kill -TERM "$lab_pid"; wait "$lab_pid" 2>/dev/null || true
+lab_pid=
+for d in $(cat "$work/lab-dirs"); do [ -e "$d" ] && fail "SIGTERM left $d behind"; done
+ok "SIGTERM removes the lab's work directory"
+busy=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(30)' "$busy" &
+holder=$!
+sleep 0.3
+lab_dirs() { find /tmp -maxdepth 1 -name 'attache-lab-*' | wc -l; }
+before=$(lab_dirs)
+if "$BIN" lab --port "$busy" >"$work/busy.out" 2>&1; then kill "$holder"; fail "the lab started on a port in use"; fi
+kill "$holder" 2>/dev/null
+grep -q "attache lab: cannot listen on 127.0.0.1:$busy" "$work/busy.out" || fail "a port in use is named: $(cat "$work/busy.out")"
+[ "$(lab_dirs)" = "$before" ] || fail "a failed start left its work directory"
+ok "a port in use is said with its address, and leaves nothing behind"
 echo "# lab.sh: $pass passed"

@@ -61,18 +61,18 @@ done < "$tmp/blocks"
 cd "$root"
 out() { cat "$tmp/out.$1" 2>/dev/null; }
 line_of() { grep -n -F -- "$1" README.md | head -1 | cut -d: -f1; }
-enrich=$(($(line_of "attache enrich Samples/payloads/fcm.json --deadline 2s") - 1))
+enrich=$(line_of "attache enrich Samples/payloads/fcm.json --deadline 2s")
 check "enrich: three payloads, each with attachments" "[ \$(grep -c '\"attachments\"' $tmp/out.$enrich) -eq 3 ]"
 check "enrich: the report says enriched" "grep -q '\"outcome\":\"enriched\"' $tmp/out.$enrich"
 check "enrich: with a base URL, URLs under it" "grep -q 'https://cdn.example.com/media/' $tmp/out.$enrich"
-serve=$(($(line_of "attache serve --port 8080") - 1))
+serve=$(line_of "attache serve --port 8080")
 check "serve: Attache-Outcome: enriched" "grep -q '^Attache-Outcome: enriched' <(tr -d '\r' < $tmp/out.$serve)"
-worker=$(($(line_of "nats-server -js") - 1))
+worker=$(line_of "nats-server -js -a 127.0.0.1")
 check "worker: the payload read back is enriched ($(out $worker | tail -c 200))" "grep -q '^p0  enriched  {' $tmp/out.$worker"
-relay=$(($(line_of "openssl req -x509") - 1))
+relay=$(line_of "openssl req -x509")
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$run/relay.pem" https://localhost:8443/ 2>/dev/null)
 check "relay: answers over TLS with the certificate made above (HTTP $code)" "[ '$code' != 000 ]"
-batch=$(($(line_of "attache batch Samples/campaign.jsonl") - 1))
+batch=$(line_of "attache batch Samples/campaign.jsonl")
 check "batch: 12 payloads to send, and the rejected line reported" \
   "[ \$(wc -l < $run/send.jsonl) -eq 12 ] && grep -q '\"line\":7,.*\"rejected\"' $run/send.jsonl.report.jsonl"
 check "batch: each sample fetched" "! grep -q 'address-denied' $run/send.jsonl.report.jsonl"
