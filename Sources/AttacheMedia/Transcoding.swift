@@ -101,6 +101,11 @@ public enum TranscodePlanner {
         !facts.isSupported || size > (facts.kind == .video ? settings.movieBytes : settings.soundBytes)
     }
 
+    /// The most pixels a movie's conversion may decode (frames × width × height of the part kept,
+    /// at the frame rate the header declares): about 30 s of 1080p at 60 frames a second, a few
+    /// times what the benchmarks' 30 s 1080p WebM takes.
+    static let mostTranscodePixels = 4_000_000_000
+
     static func plan(_ raw: RawMediaFacts, facts: MediaFacts, size: Int, settings: TranscodeSettings) throws
         -> (plan: TranscodePlan, method: ConvertedMovie.Method, keptSeconds: Double?)?
     {
@@ -156,6 +161,14 @@ public enum TranscodePlanner {
             }
         }
         let fps = min(max(raw.frameRate ?? 30, 1), maxFPS)
+        // What decoding the kept part costs, known from the header before a frame is decoded: past
+        // the budget the conversion is refused at once rather than run into the CPU limit with
+        // a decoder helper held all the while.
+        let decodedPixels = kept * min(max(raw.frameRate ?? 30, 1), 1000) * Double(raw.width) * Double(raw.height)
+        guard decodedPixels <= Double(mostTranscodePixels) else {
+            throw MediaError(.limitsExceeded, "\(Int(kept.rounded(.up))) s of \(raw.width)x\(raw.height) are \(Int(decodedPixels / 1e9)) billion pixels to decode, "
+                + "over the \(mostTranscodePixels / 1_000_000_000) billion a conversion may take")
+        }
         plan.maxFPS = maxFPS
         plan.frameRate = fps
         let longest = max(raw.width, raw.height, 1), shortest = max(min(raw.width, raw.height), 1)

@@ -225,11 +225,35 @@ import Testing
     /// 2000x2000 (17 KB) are refused before a frame is decoded.
     @Test func anAnimationOfTooManyPixelsIsNotMadeAMovie() throws {
         let start = ContinuousClock.now
-        #expect { try convert("hostile/160-frames-2000px.webp") } throws: { error in
+        let images = ImagePipeline(limits: MediaLimits())
+        let bytes = Fixtures.bytes("hostile/160-frames-2000px.webp")
+        #expect {
+            try images.render(bytes, header: try images.inspect(bytes, format: nil), options: RenderOptions(transcode: TranscodeSettings()))
+        } throws: { error in
             let error = error as? MediaError
             return error?.code == .limitsExceeded && error?.message.contains("640 million pixels") == true
         }
         #expect(start.duration(to: .now) < .seconds(1), "refused from the header, not after decoding")
+    }
+
+    /// A conversion's cost is known from the header: two minutes of 4K at 30 frames a second are
+    /// refused before a frame is decoded; two seconds of the same are converted.
+    @Test func aConversionsCostIsBoundedFromItsHeader() throws {
+        var facts = try pipeline.probe(Fixtures.bytes("clip-vp9.webm"))
+        facts.width = 3840
+        facts.height = 2160
+        func raw(_ seconds: Double) -> RawMediaFacts {
+            RawMediaFacts(container: "matroska,webm", videoCodec: "vp9", audioCodec: nil, width: 3840, height: 2160, rotation: 0,
+                          duration: seconds, frameRate: 30, bitRate: nil, hasVideo: true, hasAudio: false, hasCover: false,
+                          streams: 1, channels: 0, sampleRate: 0)
+        }
+        facts.duration = 120
+        #expect { try TranscodePlanner.plan(raw(120), facts: facts, size: 1_000_000, settings: TranscodeSettings()) } throws: { error in
+            let error = error as? MediaError
+            return error?.code == .limitsExceeded && error?.message.contains("billion pixels to decode") == true
+        }
+        facts.duration = 2
+        #expect(try TranscodePlanner.plan(raw(2), facts: facts, size: 1_000_000, settings: TranscodeSettings())?.method == .transcode)
     }
 
     @Test func aVideoTrackWithoutFramesIsNotAMovie() throws {
