@@ -167,4 +167,20 @@ check "convert: the GIF's movie plays, looped to 5.6 s" "\"$bin\" probe $tmp/gif
 check "convert: --image-max-bytes is bounded" "! \"$bin\" convert Samples/media/animated.gif -o $tmp/x.mp4 --image-max-bytes 20000000 2>/dev/null"
 check "probe --encoders names the H.264 encoder" "\"$bin\" probe --encoders | grep -q '\"h264\":\"lib'"
 
+# A slow origin under a long deadline: a first byte 5 s late is waited for within 10 s (no fixed
+# 3 s low-speed abort), and a stall ends before the deadline as origin-too-slow, saying what came.
+[ -n "$origin" ] || start_origin
+sed "s/127.0.0.1:8765/127.0.0.1:$port/" Samples/payloads/fallback-timeout.json > "$tmp/slow-first-byte.json"
+"$bin" enrich "$tmp/slow-first-byte.json" --deadline 10s --allow-address 127.0.0.1/32 --media-dir "$tmp/m" --report "$tmp/slow.json" > /dev/null 2>&1
+check "a first byte 5 s late within a 10 s deadline is enriched ($(grep -o '"reason":[^,]*' "$tmp/slow.json" | head -1))" "grep -q '\"outcome\":\"enriched\"' $tmp/slow.json"
+echo "{\"aps\":{\"alert\":\"s\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?stall=1000\"}" \
+  | "$bin" enrich - --deadline 9s --allow-address 127.0.0.1/32 --media-dir "$tmp/m" --report "$tmp/stall.json" > /dev/null 2> "$tmp/stall.err"
+check "a stalled origin ends origin-too-slow before the deadline, saying how many bytes came" \
+  "grep -q '\"reason\":\"origin-too-slow\"' $tmp/stall.json && grep -q '1000 bytes had arrived' $tmp/stall.json"
+# Errors name what is wrong: a duration without its unit, a relay certificate that is not there.
+"$bin" enrich - --deadline 1500 < Samples/payloads/passthrough-no-media.json > /dev/null 2> "$tmp/unit.err"
+check "--deadline 1500 is refused, naming 1500ms and 1500s" "grep -q '1500ms' $tmp/unit.err && grep -q '1500s' $tmp/unit.err"
+"$bin" relay --tls-certificate "$tmp/none.pem" --tls-key "$tmp/none.key" --port 0 --media-dir "$tmp/m" > /dev/null 2> "$tmp/relay.err"
+check "relay: a missing certificate is named ($(head -c 200 "$tmp/relay.err"))" "grep -q '^attache relay: --tls-certificate $tmp/none.pem: No such file or directory' $tmp/relay.err"
+
 finish cli
