@@ -9,7 +9,7 @@ import Synchronization
 /// `--allow-address` for a private network, so its runs and `/media` can reveal internal images.
 ///
 /// - On loopback, every request must name the lab itself in `Host` (`127.0.0.1:PORT`,
-///   `localhost:PORT` or `[::1]:PORT`): a rebound name is 421.
+///   `localhost:PORT` or `[::1]:PORT`, or one of those names alone): a rebound name is 421.
 /// - Every `/api/` request from a browser must come from the lab's own page: an `Origin` other
 ///   than `http://<Host>` or a `Sec-Fetch-Site` other than `same-origin` (or `none`, typed in the
 ///   address bar) is 403. Clients that are not browsers send neither and cannot be made to.
@@ -25,7 +25,10 @@ struct LabGuard<Context: RequestContext>: RouterMiddleware {
         let host = request.head.authority ?? ""
         if loopback {
             let port = self.port.value
-            guard ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"].contains(host.lowercased()) else {
+            // A name without a port is what a client says of port 80; a browser on another port
+            // always names it, and a rebound name is never one of these.
+            let named = host.lowercased()
+            guard ["127.0.0.1", "localhost", "[::1]"].contains(where: { named == $0 || named == "\($0):\(port)" }) else {
                 return ErrorResponse.response(.misdirectedRequest, "this is the Attache lab on 127.0.0.1:\(port); Host \(host) is not it")
             }
         }

@@ -33,6 +33,9 @@ struct LabHarness {
         try #require(lab.samples.first { $0.name == name }).text
     }
 
+    /// What the page's own requests say of their body (the lab answers no other POST).
+    static let json: HTTPFields = [.contentType: "application/json"]
+
     static func request(_ fields: KeyValuePairs<String, JSONValue>) -> ByteBuffer {
         ByteBuffer(bytes: JSONWriter.bytes(.object(JSONObject(fields))))
     }
@@ -61,7 +64,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         #expect(payload.contains(h.lab.originURL))
         try await h.app.test(.router) { client in
             let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(10_000), "profile": .string("none")])
-            try await client.execute(uri: "/api/run", method: .post, body: body) { r in
+            try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: body) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[.contentType] == "text/event-stream")
                 let all = try events(r.body)
@@ -93,7 +96,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         let payload = try h.sample("generic.json")
         try await h.app.test(.router) { client in
             let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(10_000)])
-            let url = try await client.execute(uri: "/api/run", method: .post, body: body) { r in
+            let url = try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: body) { r in
                 let result = try #require(try events(r.body).last?.data)
                 return try #require(result["images"]?.arrayValue?.first?.objectValue?["url"]?.stringValue)
             }
@@ -112,7 +115,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         try await h.app.test(.router) { client in
             let broken = "{\n  \"aps\": {\n    \"alert\": x\n  }\n}"
             for uri in ["/api/check", "/api/run"] {
-                try await client.execute(uri: uri, method: .post, body: LabHarness.request(["payload": .string(broken)])) { r in
+                try await client.execute(uri: uri, method: .post, headers: LabHarness.json, body: LabHarness.request(["payload": .string(broken)])) { r in
                     #expect(r.status == .badRequest)
                     let error = try #require(try JSONParser().parse(Array(buffer: r.body)).objectValue)
                     #expect(error["line"]?.numberText == "3")
@@ -120,7 +123,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
                     #expect(error["error"]?.stringValue?.contains("line 3, column 14") == true)
                 }
             }
-            try await client.execute(uri: "/api/check", method: .post, body: LabHarness.request(["payload": .string("{\"a\":1}")])) { r in
+            try await client.execute(uri: "/api/check", method: .post, headers: LabHarness.json, body: LabHarness.request(["payload": .string("{\"a\":1}")])) { r in
                 #expect(r.status == .noContent)
             }
         }
@@ -164,7 +167,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
                 "payload": .string(payload), "deadlines_ms": .array([.int(300), .int(10_000)]),
                 "profiles": .array([.string("none"), .string("slow-first-byte")]),
             ])
-            try await client.execute(uri: "/api/sweep", method: .post, body: body) { r in
+            try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: body) { r in
                 #expect(r.status == .ok)
                 let all = try events(r.body)
                 let cells = all.filter { $0.event == "cell" }.map(\.data)
@@ -193,17 +196,37 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
                 "payload": .string(payload), "deadlines_ms": .array([.int(100), .int(200), .int(300)]),
                 "profiles": .array([.string("none"), .string("404")]),
             ])
-            try await client.execute(uri: "/api/sweep", method: .post, body: big) { r in #expect(r.status == .badRequest) }
+            try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: big) { r in #expect(r.status == .badRequest) }
             var held: SweepSlot? = try h.lab.sweepSlot()
             let small = LabHarness.request(["payload": .string(payload), "deadlines_ms": .array([.int(100)]), "profiles": .array([.string("none")])])
-            try await client.execute(uri: "/api/sweep", method: .post, body: small) { r in
+            try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: small) { r in
                 #expect(r.status == .tooManyRequests)
             }
             withExtendedLifetime(held) {}
             held = nil  // given back: the next sweep runs
-            try await client.execute(uri: "/api/sweep", method: .post, body: small) { r in #expect(r.status == .ok) }
+            try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: small) { r in #expect(r.status == .ok) }
             let tooLong = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(3_600_000)])
-            try await client.execute(uri: "/api/run", method: .post, body: tooLong) { r in #expect(r.status == .badRequest) }
+            try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: tooLong) { r in #expect(r.status == .badRequest) }
+        }
+    }
+
+    /// Other sites' pages are kept out: a rebound Host, a foreign Origin, a text/plain POST.
+    @Test func otherSitesAreKeptOut() async throws {
+        let h = try LabHarness()
+        defer { h.lab.shutdown() }
+        try await h.app.test(.router) { client in
+            let check = LabHarness.request(["payload": .string("{}")])
+            try await client.execute(uri: "/api/check", method: .post, headers: [.contentType: "text/plain"], body: check) { r in
+                #expect(r.status == .unsupportedMediaType)
+            }
+            try await client.execute(uri: "/api/check", method: .post, headers: [.contentType: "application/json", .origin: "http://evil.example"],
+                                     body: check) { r in #expect(r.status == .forbidden) }
+            try await client.execute(uri: "//api/setup", method: .get, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"]) { r in
+                #expect(r.status == .forbidden)
+            }
+            try await client.execute(uri: "/api/check", method: .post, headers: [.contentType: "application/json; charset=utf-8"], body: check) { r in
+                #expect(r.status == .noContent)
+            }
         }
     }
 

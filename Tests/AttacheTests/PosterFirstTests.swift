@@ -24,8 +24,10 @@ import Testing
         let services = MediaServices(engine: engine, store: try FileStore(directory: directory),
                                      configuration: .init(render: RenderOptions(transcode: TranscodeSettings())),
                                      cache: cache, decoder: decoder)
-        // Time enough for the poster on a busy machine; the conversion waits for the test anyway.
-        let runtime = ExtensionRuntime(configuration: .init(deadline: .seconds(5)))
+        // Time enough for the poster on a busy machine (at the suites' start, with FFmpeg loading
+        // and 300 tests beginning at once on 2 cores, 5 s was sometimes not); the conversion waits
+        // for the test anyway, and the payloads go out with the poster at this deadline.
+        let runtime = ExtensionRuntime(configuration: .init(deadline: .seconds(10)))
         let payload = Array(#"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#.utf8)
         func attachment(_ emission: Emission) throws -> JSONObject {
             try #require(try Payload(bytes: emission.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
