@@ -60,8 +60,24 @@ async def all_outputs(js):
     info = await js.stream_info("ATTACHE_OUT")
     out = []
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
-        out.append(await js.get_msg("ATTACHE_OUT", seq))
+        try:
+            out.append(await js.get_msg("ATTACHE_OUT", seq))
+        except NotFoundError:  # a gap the stream left (a message removed)
+            continue
     return out
+
+
+async def outputs_of(js, prefix, count, timeout=30):
+    """The headers of the outputs whose input ids start with `prefix`, by id, once `count` of them
+    are in ATTACHE_OUT (or `timeout` seconds passed): for checks that publish ids of their own."""
+    found, deadline = {}, time.monotonic() + timeout
+    while len(found) < count and time.monotonic() < deadline:
+        for m in await all_outputs(js):
+            source = (m.headers or {}).get("Attache-Source-Id", "")
+            if source.startswith(prefix):
+                found[source] = dict(m.headers)
+        await asyncio.sleep(0.2)
+    return found
 
 
 async def main(argv):

@@ -48,7 +48,7 @@ enum FileIdentity: Equatable {
     /// `path` made absolute with its directory's links resolved (the file itself does not exist);
     /// `.` and `..` in a directory that does not exist either are left as written.
     private static func absolute(_ path: String) -> String {
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let trimmed = path.withoutTrailingSlash
         let slash = trimmed.lastIndex(of: "/")
         let directory = slash.map { $0 == trimmed.startIndex ? "/" : String(trimmed[..<$0]) } ?? "."
         let name = slash.map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed

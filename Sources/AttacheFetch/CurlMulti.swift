@@ -145,6 +145,7 @@ final class CurlTransfer: @unchecked Sendable {
         try setString(CURLOPT_USERAGENT, settings.userAgent)
         if let caFile = settings.caFile { try setString(CURLOPT_CAINFO, caFile) }
         try setLong(CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
+        lowSpeedWindow = Self.lowSpeedWindow(settings, deadline: deadline)
         try setLong(CURLOPT_LOW_SPEED_TIME, lowSpeedWindow)
         try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes)), "setopt")
         // No CURLOPT_ACCEPT_ENCODING: media is compressed already, and a gzip bomb must stay small.
@@ -337,11 +338,14 @@ final class CurlTransfer: @unchecked Sendable {
     /// thirds of the time this transfer has (at least the configured window; 0 keeps it off). A
     /// long deadline is not cut short by a fixed window: an origin that is slow to start but
     /// then sends, within the deadline, is waited for.
-    var lowSpeedWindow: Int {
+    static func lowSpeedWindow(_ settings: FetchEngine.Configuration, deadline: ContinuousClock.Instant) -> Int {
         guard settings.lowSpeedTime > 0 else { return 0 }
         let budget = max(0, ContinuousClock.now.duration(to: deadline).seconds)
         return max(settings.lowSpeedTime, min(3600, Int((budget * 2 / 3).rounded(.up))))
     }
+
+    /// The window the transfer was given (`lowSpeedWindow(_:deadline:)`, at its setup).
+    private var lowSpeedWindow = 0
 
     // MARK: callbacks (engine thread)
 

@@ -23,8 +23,7 @@ import NIOCore
 public func buildLabApplication(lab: Lab, logger: Logger = Logger(label: "attache.lab"),
                                 onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
     let router = Router(context: AttacheRequestContext.self)
-    let port = LabPort(lab.configuration.port)
-    router.add(middleware: LabGuard(loopback: lab.configuration.isLoopback, port: port))
+    router.add(middleware: LabGuard(loopback: lab.configuration.isLoopback, port: lab.configuration.port))
     for asset in LabPage.assets {
         router.get(RouterPath(stringLiteral: asset.path)) { _, _ in
             Response(status: .ok, headers: [.contentType: asset.type, .cacheControl: "no-cache"],
@@ -41,10 +40,7 @@ public func buildLabApplication(lab: Lab, logger: Logger = Logger(label: "attach
     return Application(
         router: router,
         configuration: .init(address: .hostname(lab.configuration.host, port: lab.configuration.port), serverName: "Attache lab"),
-        onServerRunning: { channel in
-            port.set(channel.localAddress?.port ?? lab.configuration.port)
-            await onServerRunning(port.value)
-        },
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? lab.configuration.port) },
         logger: logger
     )
 }

@@ -1,7 +1,6 @@
 import AttacheHTTPService
 import HTTPTypes
 import Hummingbird
-import Synchronization
 
 /// Keeps other web pages out of a lab on loopback. A page on another site can make the browser
 /// send requests to `127.0.0.1:PORT` (a form, a `text/plain` fetch: no preflight) and, by DNS
@@ -18,13 +17,12 @@ import Synchronization
 struct LabGuard<Context: RequestContext>: RouterMiddleware {
     /// Whether the lab listens on loopback (then Host is checked).
     let loopback: Bool
-    /// The port it listens on, known once it is bound.
-    let port: LabPort
+    /// The port it listens on (`attache lab` picks a free one before it starts).
+    let port: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let host = request.head.authority ?? ""
         if loopback {
-            let port = self.port.value
             // A name without a port is what a client says of port 80; a browser on another port
             // always names it, and a rebound name is never one of these.
             let named = host.lowercased()
@@ -48,14 +46,6 @@ struct LabGuard<Context: RequestContext>: RouterMiddleware {
         }
         return try await next(request, context)
     }
-}
-
-/// The port the lab listens on: 0 until it is bound (a port of 0 asks the system for one).
-final class LabPort: Sendable {
-    private let port = Atomic<Int>(0)
-    init(_ port: Int) { self.port.store(port, ordering: .relaxed) }
-    var value: Int { port.load(ordering: .relaxed) }
-    func set(_ value: Int) { port.store(value, ordering: .relaxed) }
 }
 
 extension HTTPField.Name {

@@ -14,6 +14,9 @@ public struct FileStore: MediaStore {
     public let tempDirectory: String?
     /// Writes and fsyncs block: they run here, not on the caller's thread.
     let pool: BlockingPool
+    /// What every URL starts with: `publicBaseURL/`, else `file://` and the absolute directory.
+    /// Read once: the cache's key names it for every attachment.
+    public let urlBase: String
 
     public init(directory: String, publicBaseURL: String? = nil, tempDirectory: String? = nil,
                 pool: BlockingPool = .shared) throws {
@@ -22,10 +25,13 @@ public struct FileStore: MediaStore {
         self.tempDirectory = tempDirectory
         self.pool = pool
         try Self.makeDirectories(self.directory)
+        urlBase = self.publicBaseURL.map { "\($0)/" } ?? "file://\(Self.absolute(self.directory))/"
     }
 
     /// The absolute path of the directory (for file:// URLs).
-    public var absoluteDirectory: String {
+    public var absoluteDirectory: String { Self.absolute(directory) }
+
+    private static func absolute(_ directory: String) -> String {
         if directory.hasPrefix("/") { return directory }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buffer, buffer.count) != nil else { return directory }
@@ -35,11 +41,6 @@ public struct FileStore: MediaStore {
 
     public func url(for name: String) -> String {
         urlBase + name
-    }
-
-    public var urlBase: String {
-        if let publicBaseURL { return "\(publicBaseURL)/" }
-        return "file://\(absoluteDirectory)/"
     }
 
     /// A file already on the same filesystem is linked in (no copy); else the bytes are written

@@ -1,8 +1,10 @@
 """Publishes messages with exact header blocks (raw HPUB, as any NATS client may send them) to
 attache.in, then prints, for each, the worker's answer headers as JSON lines once all are out.
 Used by worker.sh: headers with empty, blank and repeated values must read as sent."""
-import asyncio, json, socket, sys, time
+import asyncio, json, os, socket, sys
 import nats
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../Samples/queue"))
+from pipeline import outputs_of
 
 CASES = [  # (id, header lines after NATS/1.0)
     ("hdr-plain", ["Nats-Msg-Id: hdr-plain"]),
@@ -37,20 +39,7 @@ def publish(host, port, payload):
 
 async def answers(url):
     nc = await nats.connect(url)
-    js = nc.jetstream()
-    found = {}
-    deadline = time.monotonic() + 30
-    while len(found) < len(CASES) and time.monotonic() < deadline:
-        info = await js.stream_info("ATTACHE_OUT")
-        for seq in range(info.state.first_seq, info.state.last_seq + 1):
-            try:
-                m = await js.get_msg("ATTACHE_OUT", seq)
-            except Exception:
-                continue
-            source = (m.headers or {}).get("Attache-Source-Id", "")
-            if source.startswith("hdr-"):
-                found[source] = dict(m.headers)
-        await asyncio.sleep(0.2)
+    found = await outputs_of(nc.jetstream(), "hdr-", len(CASES))
     await nc.close()
     for id, _ in CASES:
         print(json.dumps({"id": id, "headers": found.get(id)}))

@@ -128,7 +128,9 @@ kill -TERM "$h"; wait "$h"
 start_worker m --poster exact --decoders 2 --input-stream MIX_IN --input-subject mix.in --consumer mix \
   --concurrency 64 --ack-wait 40s; m=$worker
 "$python" - "$nats" "$slow_port" > "$tmp/mix.out" 2>&1 <<'PY'
-import asyncio, json, sys, time, nats
+import asyncio, json, sys, nats
+sys.path.insert(0, "Samples/queue")
+from pipeline import outputs_of
 async def main(url, port):
     nc = await nats.connect(url)
     js = nc.jetstream()
@@ -146,20 +148,8 @@ async def main(url, port):
     for i in range(16):
         photo = {"aps": {"alert": f"s{i}", "mutable-content": 1}, "image-url": f"http://127.0.0.1:{port}/photo.jpg?mix={i}"}
         await js.publish("mix.in", json.dumps(photo).encode(), headers={"Nats-Msg-Id": f"mix-s{i}", "Attache-Deadline-Ms": "5000"})
-    outcomes, deadline = {}, time.monotonic() + 60
-    while len(outcomes) < 16 and time.monotonic() < deadline:
-        info = await js.stream_info("ATTACHE_OUT")
-        for seq in range(info.state.first_seq, info.state.last_seq + 1):
-            try:
-                m = await js.get_msg("ATTACHE_OUT", seq)
-            except Exception:
-                continue
-            source = (m.headers or {}).get("Attache-Source-Id", "")
-            if source.startswith("mix-s"):
-                outcomes[source] = m.headers.get("Attache-Outcome")
-        await asyncio.sleep(0.2)
-    for source, outcome in sorted(outcomes.items()):
-        print(source, outcome)
+    for source, headers in sorted((await outputs_of(js, "mix-s", 16, timeout=60)).items()):
+        print(source, headers.get("Attache-Outcome"))
     await nc.close()
 asyncio.run(main(sys.argv[1], sys.argv[2]))
 PY
