@@ -61,6 +61,8 @@ ok "other sites' requests are refused: rebound Host 421, foreign Origin 403, tex
 
 "$PYTHON" Tests/browser/lab.py "$url/" ${LAB_SCREENSHOT:+"$LAB_SCREENSHOT"}
 ok "the browser checks"
+"$PYTHON" Tests/browser/other-site.py "$url/"
+ok "other sites' pages in the browser get nothing from the lab"
 
 # What the lab made goes with it: on SIGTERM, and when it cannot listen (the port in use).
 ls -d /tmp/attache-lab-* > "$work/lab-dirs" 2>/dev/null || true
