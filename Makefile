@@ -125,7 +125,7 @@ test: test-deps
 	# One answer whatever the door: every sample through enrich (in-process and sandboxed), serve
 	# and batch; then the README's shell blocks, run as written.
 	Tests/cli/matrix.sh $(RELEASE_BIN)
-	Tests/cli/readme.sh $(RELEASE_BIN)
+	Tests/cli/documents.sh $(RELEASE_BIN)
 	# The lab's page in headless Chromium.
 	Tests/cli/lab.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
