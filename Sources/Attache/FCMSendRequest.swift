@@ -1,7 +1,7 @@
 import AttachePayload
 import Logging
 
-/// An FCM HTTP v1 send request — `{"message": {"token"|"topic"|"condition", "notification": {"image"},
+/// An FCM HTTP v1 send request — `{"message": {"token"|"fid"|"topic"|"condition", "notification": {"image"},
 /// "apns": {"payload", "fcm_options": {"image"}}, "android": {"notification": {"image"}}}}` — what
 /// a pipeline that sends to iOS and Android through FCM holds just before sending.
 ///
@@ -32,12 +32,17 @@ struct FCMSendRequest {
     /// The request has `notification.image` and no Android image: make one.
     let wantsAndroidImage: Bool
 
+    /// The keys that name a message's target in FCM v1's `Message`: a registration token, a
+    /// Firebase installation ID (what firebase-admin 7 sends in place of the deprecated token),
+    /// a topic or a condition.
+    static let targets = ["token", "fid", "topic", "condition"]
+
     /// Recognises a send request: a top-level object whose only keys are `message` (and
-    /// `validate_only`), with `token`, `topic` or `condition` in it. Nil for anything else.
+    /// `validate_only`), with one of `targets` in it. Nil for anything else.
     init?(_ root: JSONObject) {
         guard root.firstRepeatedKey() == nil, root.members.allSatisfy({ $0.key == "message" || $0.key == "validate_only" }),
               let message = root["message"]?.objectValue,
-              ["token", "topic", "condition"].contains(where: { message[$0] != nil }) else { return nil }
+              Self.targets.contains(where: { message[$0] != nil }) else { return nil }
         self.root = root
         self.message = message
         let apns = message["apns"]?.objectValue

@@ -269,7 +269,7 @@ final class FakeProviderRules: Sendable {
             guard let request = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
                   let message = request["message"] as? [String: Any]
             else { return error(400, "INVALID_ARGUMENT") }
-            let targets = ["token", "topic", "condition"].filter { message[$0] is String }
+            let targets = ["token", "fid", "topic", "condition"].filter { message[$0] is String }
             guard targets.count == 1 else { return error(400, "INVALID_ARGUMENT") }
             if let token = message["token"] as? String, fcm.unregistered.contains(token) { return error(404, "UNREGISTERED") }
             return Answer(status: 200, fields: [("content-type", "application/json; charset=UTF-8")],

@@ -373,9 +373,11 @@ import Testing
         let passed = try await e.enrich(quiet)
         #expect((passed.outcome, passed.reason) == (.passthrough, .notMutable))
         #expect(passed.bytes == quiet)
-        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"apns":{}}}"#))) == nil)  // no token, topic or condition
+        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"apns":{}}}"#))) == nil)  // no token, fid, topic or condition
         #expect(FCMSendRequest(try json(h.payload(#"{"message":{"token":"t"},"aps":{}}"#))) == nil)
         #expect(FCMSendRequest(try json(h.payload(#"{"message":{"topic":"news"}}"#))) != nil)
+        // firebase-admin 7 names the device by its installation ID.
+        #expect(FCMSendRequest(try json(h.payload(#"{"message":{"fid":"f1"}}"#))) != nil)
     }
 
     @Test func storedNamesAreContentHashes() async throws {

@@ -84,7 +84,7 @@ relays = [s for s in c.values() if s.get("command", [None])[0] == "relay"]
 assert relays, "no relay"
 upstream = relays[0]["command"][relays[0]["command"].index("--apns-upstream") + 1]
 assert upstream.split("//")[1].split(":")[0] in c, "the relay forwards to no service of the file: " + upstream
-assert os.path.exists("Tests/cli/apns.py"), "no APNs double"'
+assert os.path.exists("Tests/cli/providers.py"), "no APNs double"'
 check "docker-compose.yml: the relay in front of the APNs double" "python3 -c '$relay'"
 check "the relay's command is the one the checks run" "grep -q 'relay --port' Tests/cli/relay.sh"
 # Two tenants share the deployment: every Attache container reads the same tenants file, mounted

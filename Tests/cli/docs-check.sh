@@ -63,5 +63,33 @@ then
   status=1
 fi
 
+# A code block preceded by `<!-- from FILE -->` shows FILE's own lines, verbatim: the code the tests
+# run is the code the page shows.
+if ! python3 - README.md docs/*.md <<'PY'
+import re, sys
+bad = []
+for doc in sys.argv[1:]:
+    lines = open(doc, encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines):
+        m = re.match(r"<!-- from (\S+) -->$", line)
+        if not m:
+            continue
+        end = lines.index("```", i + 2)
+        block = "\n".join(lines[i + 2:end])
+        try:
+            source = open(m.group(1), encoding="utf-8").read()
+        except OSError:
+            bad.append(f"{doc}:{i + 1}: no file {m.group(1)}")
+            continue
+        if block not in source:
+            bad.append(f"{doc}:{i + 3}: the block is not {m.group(1)}'s text")
+for b in bad:
+    print("docs-check:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+then
+  status=1
+fi
+
 [ "$status" = 0 ] && echo "docs-check: no history in documents; $(echo "$code" | wc -l) settings, each documented; links resolve"
 exit "$status"

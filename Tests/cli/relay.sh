@@ -7,7 +7,7 @@
 # - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
 #   knowledge; SIGTERM exits 0;
-# - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/apns.py); and a
+# - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -67,13 +67,13 @@ check "… and the client the outcome" "grep -qi '^attache-outcome: enriched' $t
 python=${ATTACHE_PYTHON:-.build/tools/bin/python}
 if "$python" -c 'import aioapns' 2>/dev/null; then
   aport=$(free_port)
-  "$python" Tests/cli/apns.py upstream "$aport" "$tmp/apns.jsonl" > "$tmp/apns-double.log" 2>&1 &
+  "$python" Tests/cli/providers.py upstream "$aport" "$tmp/apns.jsonl" > "$tmp/apns-double.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$tmp/apns-double.log" 2>/dev/null && break; sleep 0.05; done
   kill -TERM "$relay"; wait "$relay"
   start_relay tls2 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/AuthKey.p8" 2> /dev/null
-  sent=$("$python" Tests/cli/apns.py send "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$media" 2>&1 | tail -1)
+  sent=$("$python" Tests/cli/providers.py send "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$media" 2>&1 | tail -1)
   check "aioapns through the relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"
   check "… the double got the enriched payload with aioapns' token and topic" \
     "grep -q 'https://cdn.example.com/m/' $tmp/apns.jsonl && grep -q '\"authorization\": \"bearer ey' $tmp/apns.jsonl && grep -q '\"apns-topic\": \"com.example.app\"' $tmp/apns.jsonl"
@@ -82,12 +82,12 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   # double that takes 0.2 s to answer; the relay is killed (SIGKILL) once the double has 10. Every notification
   # aioapns was told was sent must be one the double received; the rest are aioapns' to retry.
   kport=$(free_port)
-  "$python" Tests/cli/apns.py upstream "$kport" "$tmp/killed.jsonl" 0.2 > "$tmp/apns-slow.log" 2>&1 &
+  "$python" Tests/cli/providers.py upstream "$kport" "$tmp/killed.jsonl" 0.2 > "$tmp/apns-slow.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$tmp/apns-slow.log" 2>/dev/null && break; sleep 0.05; done
   kill -TERM "$relay"; wait "$relay"
   start_relay tls3 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$kport"
-  "$python" Tests/cli/apns.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 300 0.01 "$tmp/burst.txt" > "$tmp/burst.log" 2>&1 &
+  "$python" Tests/cli/providers.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 300 0.01 "$tmp/burst.txt" > "$tmp/burst.log" 2>&1 &
   burst=$!
   # Killed once the double has answered a few, while the rest are in flight or still to come.
   for _ in $(seq 200); do [ "$(cat "$tmp/killed.jsonl" 2>/dev/null | wc -l)" -ge 10 ] && break; sleep 0.05; done
@@ -105,6 +105,56 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   start_relay tls4 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
 else
   echo "FAIL: no aioapns in $python: run make test-deps"
+  failed=$((failed + 1))
+fi
+
+# firebase-admin, Google's own FCM client, as docs/relay.md configures it (Samples/relay/fcm_send.py:
+# its FCM_URL pointed at the relay, the relay's CA trusted through REQUESTS_CA_BUNDLE and
+# SSL_CERT_FILE, a service account key file whose token_uri is an OAuth double): send and
+# send_each over HTTP/1.1 (requests), send_each_async over HTTP/2 (httpx); the FCM double gets each
+# message enriched with the token firebase-admin bought, and the client each message's name.
+if "$python" -c 'import firebase_admin' 2>/dev/null; then
+  fport=$(free_port) oport=$(free_port)
+  "$python" Tests/cli/providers.py upstream "$fport" "$tmp/fcm.jsonl" > "$tmp/fcm-double.log" 2>&1 &
+  pids+=($!)
+  "$python" Tests/cli/providers.py oauth "$oport" > "$tmp/oauth.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$tmp/fcm-double.log" && grep -q listening "$tmp/oauth.log" && break; sleep 0.05; done 2>/dev/null
+  kill -TERM "$relay"; wait "$relay"
+  start_relay fcm --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --fcm-upstream "http://127.0.0.1:$fport"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$tmp/account.key" 2> /dev/null
+  python3 -c 'import json, sys; print(json.dumps({"type": "service_account", "project_id": "acme-push", "private_key_id": "k1",
+    "private_key": open(sys.argv[1]).read(), "client_email": "sender@acme-push.iam.gserviceaccount.com", "client_id": "1",
+    "token_uri": "http://127.0.0.1:%s/token" % sys.argv[2]}))' "$tmp/account.key" "$oport" > "$tmp/account.json"
+  # With the libraries' own logs, which name the HTTP version each request went out with.
+  firebase() {
+    REQUESTS_CA_BUNDLE="$tmp/ca.pem" SSL_CERT_FILE="$tmp/ca.pem" "$python" -c 'import logging, runpy, sys
+logging.basicConfig(level=logging.DEBUG, format="log: %(name)s %(message)s")
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")' Samples/relay/fcm_send.py "https://127.0.0.1:$rport" "$tmp/account.json" \
+      "http://127.0.0.1:$port/photo.jpg" "$1" 2>&1 | grep -v DeprecationWarning
+  }
+  firebase send > "$tmp/fa-send.out"
+  firebase send_each > "$tmp/fa-each.out"
+  firebase send_each_async > "$tmp/fa-async.out"
+  names() { grep -c '^projects/acme-push/messages/[0-9]*$' "$1"; }
+  check "firebase-admin send: FCM's answer reached it ($(grep -v '^log:' "$tmp/fa-send.out" | tail -2))" "[ \$(names $tmp/fa-send.out) = 1 ]"
+  check "… over HTTP/1.1" "grep -q 'POST /v1/projects/acme-push/messages:send HTTP/1.1\" 200' $tmp/fa-send.out"
+  check "firebase-admin send_each: three names ($(grep -v '^log:' "$tmp/fa-each.out" | tail -2))" "[ \$(names $tmp/fa-each.out) = 3 ]"
+  check "firebase-admin send_each_async: three names over HTTP/2 ($(grep -v '^log:' "$tmp/fa-async.out" | tail -2))" \
+    "[ \$(names $tmp/fa-async.out) = 3 ] && grep -q 'HTTP/2 200' $tmp/fa-async.out"
+  enriched=$(python3 -c 'import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line); m = json.loads(r["body"])["message"]
+    n += (r["fields"].get("authorization", "").startswith("Bearer ya29.double-") and "fid" in m
+          and m["notification"]["image"].startswith("https://cdn.example.com/m/")
+          and m["apns"]["payload"]["attachments"][0]["url"].startswith("https://cdn.example.com/m/")
+          and m["android"]["notification"]["image"].startswith("https://cdn.example.com/m/"))
+print(n)' "$tmp/fcm.jsonl" 2>&1)
+  check "… the FCM double got 7 messages, each enriched for iOS and Android, with firebase-admin's token (got $enriched)" "[ '$enriched' = 7 ]"
+else
+  echo "FAIL: no firebase-admin in $python: run make test-deps"
   failed=$((failed + 1))
 fi
 

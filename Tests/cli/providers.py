@@ -1,19 +1,25 @@
 """What Tests/cli/relay.sh runs around the relay, on loopback:
 
-  apns.py upstream PORT LOG [DELAY]   an APNs double: HTTP/2 with prior knowledge (the h2 library), that
-                                answers POST /3/device/<token> as Apple does (200 with the request's
-                                apns-id; 403 MissingProviderToken without a bearer token) and writes
-                                each request it received to LOG as a JSON line, before it answers
-                                (after DELAY seconds, when given)
-  apns.py send PORT CA KEY PAYLOAD   aioapns, a real APNs client library, sending PAYLOAD (JSON) to
+  providers.py upstream PORT LOG [DELAY]   the APNs and FCM double: HTTP/2 with prior knowledge (the
+                                h2 library), that answers POST /3/device/<token> as Apple does (200
+                                with the request's apns-id; 403 MissingProviderToken without a
+                                bearer token) and POST /v1/projects/<project>/messages:send as Google
+                                does (200 {"name": "projects/<project>/messages/<n>"}; 401
+                                UNAUTHENTICATED without one), and writes each request it received to
+                                LOG as a JSON line, before it answers (after DELAY seconds, when given)
+  providers.py oauth PORT       Google's OAuth 2 token endpoint for a service account: POST /token
+                                with an RS256 JWT assertion (RFC 7523) answered with an access token
+                                (HTTP/1.1, as google-auth asks for it)
+  providers.py send PORT CA KEY PAYLOAD   aioapns, a real APNs client library, sending PAYLOAD (JSON) to
                                 the relay on 127.0.0.1:PORT over TLS trusting CA, with a provider
                                 token signed by the .p8-style KEY; prints "sent STATUS" or
                                 "refused STATUS REASON"
-  apns.py burst PORT CA KEY PAYLOAD COUNT INTERVAL OUT   aioapns sending COUNT notifications, one
+  providers.py burst PORT CA KEY PAYLOAD COUNT INTERVAL OUT   aioapns sending COUNT notifications, one
                                 every INTERVAL seconds without waiting for answers; writes
                                 "APNS-ID sent" or "APNS-ID failed" to OUT as each ends
 """
 import asyncio
+import itertools
 import json
 import ssl
 import sys
@@ -22,6 +28,9 @@ import uuid
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.events import DataReceived, RequestReceived, StreamEnded
+
+
+FCM_MESSAGE_IDS = itertools.count(1)
 
 
 class Upstream(asyncio.Protocol):
@@ -60,6 +69,9 @@ class Upstream(asyncio.Protocol):
         with open(self.log, "a") as log:
             fields = {k: v for k, v in headers.items() if not k.startswith(":")}
             log.write(json.dumps({"path": headers.get(":path"), "fields": fields, "body": request["body"].decode()}) + "\n")
+        path = headers.get(":path", "")
+        if path.startswith("/v1/projects/"):
+            return self.answer_fcm(stream_id, path, headers)
         apns_id = headers.get("apns-id", str(uuid.uuid4()).upper())
         if headers.get("authorization", "").startswith("bearer "):
             self.conn.send_headers(stream_id, [(":status", "200"), ("apns-id", apns_id)], end_stream=True)
@@ -67,6 +79,43 @@ class Upstream(asyncio.Protocol):
             body = b'{"reason":"MissingProviderToken"}'
             self.conn.send_headers(stream_id, [(":status", "403"), ("apns-id", apns_id), ("content-length", str(len(body)))])
             self.conn.send_data(stream_id, body, end_stream=True)
+
+
+    def answer_fcm(self, stream_id, path, headers):
+        project = path.split("/")[3]
+        if headers.get("authorization", "").lower().startswith("bearer "):
+            status, body = "200", {"name": "projects/%s/messages/%d" % (project, next(FCM_MESSAGE_IDS))}
+        else:
+            status, body = "401", {"error": {"code": 401, "message": "Request is missing required authentication credential.",
+                                             "status": "UNAUTHENTICATED"}}
+        data = json.dumps(body).encode()
+        self.conn.send_headers(stream_id, [(":status", status), ("content-type", "application/json; charset=UTF-8"),
+                                           ("content-length", str(len(data)))])
+        self.conn.send_data(stream_id, data, end_stream=True)
+
+
+def oauth(port):
+    import http.server
+    import urllib.parse
+
+    class Token(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            ok = form.get("grant_type") == ["urn:ietf:params:oauth:grant-type:jwt-bearer"] and form.get("assertion", [""])[0].count(".") == 2
+            body = json.dumps({"access_token": "ya29.double-%s" % uuid.uuid4().hex, "expires_in": 3599, "token_type": "Bearer"}
+                              if ok else {"error": "invalid_grant"}).encode()
+            self.send_response(200 if ok else 400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Token)
+    print("listening", flush=True)
+    server.serve_forever()
 
 
 async def upstream(port, log, delay):
@@ -125,7 +174,9 @@ async def burst(port, ca, key, payload, count, interval, out):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "upstream":
+    if sys.argv[1] == "oauth":
+        oauth(int(sys.argv[2]))
+    elif sys.argv[1] == "upstream":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
     elif sys.argv[1] == "burst":
         asyncio.run(burst(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), float(sys.argv[7]), sys.argv[8]))
