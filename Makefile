@@ -127,7 +127,8 @@ test: test-deps
 	Tests/cli/relay.sh $(RELEASE_BIN)
 	Tests/cli/tenants.sh $(RELEASE_BIN)
 	# One answer whatever the door: every sample through enrich (in-process and sandboxed), serve
-	# and batch; then the README's shell blocks, run as written.
+	# (a directory, SeaweedFS), batch, the worker and the relay; then the shell blocks of the README
+	# and of docs/, run as written.
 	Tests/cli/matrix.sh $(RELEASE_BIN)
 	Tests/cli/documents.sh $(RELEASE_BIN)
 	# The lab's page in headless Chromium.

@@ -7,9 +7,12 @@ shows its `publish` and `read` functions.
   pipeline.py count URL                                   messages in ATTACHE_OUT
   pipeline.py check URL COUNT                             each id p0..p{COUNT-1} exactly once in ATTACHE_OUT
   pipeline.py run URL COUNT TEMPLATE                      publish COUNT, wait for every output: payloads/s, p50 and p99 ms
+  pipeline.py files URL DIR OUT DEADLINE_MS               each DIR/NAME published (id NAME); its output written to OUT/NAME,
+                                                          its Attache-Outcome to OUT/NAME.outcome
 """
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -127,6 +130,25 @@ async def main(argv):
             extra = set(seen) - expected
             print(f"outputs {sum(seen.values())} missing {len(missing)} twice {len(twice)} unknown {len(extra)} invalid {invalid}")
             return 0 if not missing and not twice and not extra and invalid == 0 else 1
+        elif command == "files":
+            directory, out, deadline = argv[3], argv[4], int(argv[5])
+            await ensure_input_stream(js)
+            names = sorted(os.listdir(directory))
+            for name in names:
+                with open(os.path.join(directory, name), "rb") as f:
+                    await publish(js, f.read(), name, deadline)
+            wanted, written, until = set(names), set(), time.monotonic() + 120
+            while written != wanted and time.monotonic() < until:
+                for m in await all_outputs(js):
+                    name = (m.headers or {}).get("Attache-Source-Id")
+                    if name in wanted and name not in written:
+                        with open(os.path.join(out, name), "wb") as f:
+                            f.write(m.data)
+                        with open(os.path.join(out, name + ".outcome"), "w") as f:
+                            f.write(m.headers.get("Attache-Outcome", "") + "\n")
+                        written.add(name)
+                await asyncio.sleep(0.2)
+            return 0 if written == wanted else 1
         elif command == "run":
             # Outputs are also delivered to plain subscribers of attache.out: each is timed as it
             # arrives, against when its input was published.
