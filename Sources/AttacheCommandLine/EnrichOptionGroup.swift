@@ -6,23 +6,15 @@ import AttacheIsolation
 import AttacheMedia
 import AttacheStore
 
-/// The options every command that enriches shares (`enrich`, `batch`, `timeline` and the
-/// service), each also read from an `ATTACHE_*` variable when the flag is not given.
+/// The options every command that enriches shares (`enrich`, `batch`, `timeline`, the service,
+/// the worker, the relay and the lab), each also read from an `ATTACHE_*` variable when the flag
+/// is not given. Where the results are stored is `StorageOptionGroup`'s.
 public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default 10s, the service's 3s is for requests that name none].", transform: parseDuration)
     var deadline: Duration?
 
     @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default 30s].", transform: parseDuration)
     var maxDeadline: Duration?
-
-    @Option(help: "Where validated media and thumbnails are stored: a directory, or s3://BUCKET/PREFIX (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3) [ATTACHE_STORE, default ./attache-media].")
-    var store: String?
-
-    @Option(help: "The store's directory (--store DIR), and with an s3:// store where downloads wait [ATTACHE_MEDIA_DIR, default ./attache-media].")
-    var mediaDir: String?
-
-    @Option(help: "Base URL the media directory is served under; URLs become BASE/<hash>.<ext> and the dialect's own URL field is rewritten [ATTACHE_PUBLIC_BASE_URL].")
-    var publicBaseURL: String?
 
     @Option(help: "What to emit when the deadline passes: original or best-attempt [ATTACHE_ON_TIMEOUT, default original].")
     var onTimeout: TimeoutPolicy?
@@ -70,9 +62,10 @@ public struct EnrichOptionGroup: ParsableArguments {
 
     public init() {}
 
-    /// The options, flags first, then `settings`; `defaultDeadline` and `defaultIsolation` are
-    /// the command's own.
-    public func options(_ settings: Settings = Settings(), defaultDeadline: Duration = DeadlinePolicy.standardDefault,
+    /// The options, flags first, then `settings`; `storage` is where the results go (nil: the
+    /// command keeps its own store, as the lab does); `defaultDeadline` and `defaultIsolation`
+    /// are the command's own.
+    public func options(_ settings: Settings = Settings(), storage: StorageOptionGroup?, defaultDeadline: Duration = DeadlinePolicy.standardDefault,
                         defaultIsolation: Isolation = .process) throws -> Enrichment.Configuration {
         var options = Enrichment.Configuration()
         options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
@@ -87,26 +80,7 @@ public struct EnrichOptionGroup: ParsableArguments {
                 + "lower it or raise --max-deadline")
         }
         options.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: options.onTimeout)
-        options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR", default: options.mediaDirectory)
-        if let text = settings.string(store, "ATTACHE_STORE") {
-            let parsed: (StoreLocation, directory: String?)
-            do {
-                // The standard AWS variables, read here and noted like every other setting.
-                parsed = try StoreLocation.parse(text) { variable in
-                    let value = settings.source.value(of: variable)
-                    settings.noteRead(variable, value)
-                    return value
-                }
-            } catch {
-                throw ValidationError("--store \(text): \(error)")
-            }
-            options.store = parsed.0
-            if let directory = parsed.directory {
-                guard mediaDir == nil else { throw ValidationError("--store DIR and --media-dir name the same thing: give one") }
-                options.mediaDirectory = directory
-            }
-        }
-        options.publicBaseURL = settings.string(publicBaseURL, "ATTACHE_PUBLIC_BASE_URL")
+        try storage?.apply(to: &options, settings)
         options.allowedAddresses = try settings.cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")
         options.proxy = settings.string(proxy, "ATTACHE_PROXY")
         options.thumbnailSize = try settings.int(thumbnailSize, "ATTACHE_THUMBNAIL_SIZE", option: "--thumbnail-size",
@@ -132,5 +106,43 @@ public struct EnrichOptionGroup: ParsableArguments {
         options.decoders.helpers = try settings.int(decoders, "ATTACHE_DECODERS", option: "--decoders",
                                                     default: options.decoders.helpers, in: 1...256)
         return options
+    }
+}
+
+/// Where a command's results are stored and under which URL devices read them: every command that
+/// enriches but the lab, which keeps its own store.
+public struct StorageOptionGroup: ParsableArguments {
+    @Option(help: "Where validated media and thumbnails are stored: a directory, or s3://BUCKET/PREFIX (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3) [ATTACHE_STORE, default ./attache-media].")
+    var store: String?
+
+    @Option(help: "The store's directory (--store DIR), and with an s3:// store where downloads wait [ATTACHE_MEDIA_DIR, default ./attache-media].")
+    var mediaDir: String?
+
+    @Option(help: "Base URL the media directory is served under; URLs become BASE/<hash>.<ext> and the dialect's own URL field is rewritten [ATTACHE_PUBLIC_BASE_URL].")
+    var publicBaseURL: String?
+
+    public init() {}
+
+    func apply(to options: inout Enrichment.Configuration, _ settings: Settings) throws {
+        options.mediaDirectory = settings.string(mediaDir, "ATTACHE_MEDIA_DIR", default: options.mediaDirectory)
+        if let text = settings.string(store, "ATTACHE_STORE") {
+            let parsed: (StoreLocation, directory: String?)
+            do {
+                // The standard AWS variables, read here and noted like every other setting.
+                parsed = try StoreLocation.parse(text) { variable in
+                    let value = settings.source.value(of: variable)
+                    settings.noteRead(variable, value)
+                    return value
+                }
+            } catch {
+                throw ValidationError("--store \(text): \(error)")
+            }
+            options.store = parsed.0
+            if let directory = parsed.directory {
+                guard mediaDir == nil else { throw ValidationError("--store DIR and --media-dir name the same thing: give one") }
+                options.mediaDirectory = directory
+            }
+        }
+        options.publicBaseURL = settings.string(publicBaseURL, "ATTACHE_PUBLIC_BASE_URL")
     }
 }

@@ -4,6 +4,7 @@ import AttachePayload
 import AttacheStore
 import Hummingbird
 import Logging
+import NIOCore
 import Prometheus
 
 /// The service as an application: what `attache serve` runs and what the tests drive.
@@ -12,7 +13,8 @@ public func buildApplication(
     enrichment: Enrichment,
     registry: PrometheusCollectorRegistry? = nil,
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
-    logger: Logger = Logger(label: "attache.server")
+    logger: Logger = Logger(label: "attache.server"),
+    onServerRunning: @escaping @Sendable (Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let connections = Connections()
     let router = buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics,
@@ -22,6 +24,7 @@ public func buildApplication(
         router: router,
         server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: connections)])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
+        onServerRunning: onServerRunning,
         logger: logger
     )
 }

@@ -52,6 +52,8 @@ struct Batch: AsyncParsableCommand {
 
     @OptionGroup var enrich: EnrichOptionGroup
 
+    @OptionGroup var storage: StorageOptionGroup
+
     @OptionGroup var conversions: ConversionWaitOptionGroup
 
     struct Shard: Sendable {
@@ -65,7 +67,7 @@ struct Batch: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(level: .warning)
-        var options = try enrich.options()
+        var options = try enrich.options(storage: storage)
         options.conversionWait = try conversions.wait()
         // One batch, one cache: a URL named by a thousand payloads is fetched once. Work goes on
         // past its payload's deadline as in the service (warm-through), so that a conversion the

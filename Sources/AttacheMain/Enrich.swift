@@ -34,6 +34,8 @@ struct Enrich: AsyncParsableCommand {
 
     @OptionGroup var enrich: EnrichOptionGroup
 
+    @OptionGroup var storage: StorageOptionGroup
+
     @Option(help: "Write a JSON report to FILE (- for stderr).")
     var report: String?
 
@@ -49,7 +51,7 @@ struct Enrich: AsyncParsableCommand {
             printError("attache: \(error)")
             throw ExitCode(2)
         }
-        let options = try enrich.options(defaultIsolation: .inProcess)
+        let options = try enrich.options(storage: storage, defaultIsolation: .inProcess)
         let runtime = Enrichment.runtime(options)
         // Exactly one payload out: whoever claims the emission first — the enrichment, or a
         // SIGTERM/SIGINT that comes before it — writes it.

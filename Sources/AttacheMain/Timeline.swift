@@ -36,6 +36,8 @@ struct Timeline: AsyncParsableCommand {
 
     @OptionGroup var enrich: EnrichOptionGroup
 
+    @OptionGroup var storage: StorageOptionGroup
+
     func validate() throws {
         if let sweep, DeadlineSweep.range(sweep) == nil { throw ValidationError("--sweep is FROM...TO, e.g. 100ms...5s") }
         guard steps >= 2 && steps <= 500 else { throw ValidationError("--steps must be between 2 and 500") }
@@ -44,7 +46,7 @@ struct Timeline: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(level: .warning)
         let bytes = try readInput(file)
-        let enrichment = try Enrichment(configuration: try enrich.options(defaultIsolation: .inProcess))
+        let enrichment = try Enrichment(configuration: try enrich.options(storage: storage, defaultIsolation: .inProcess))
         defer { enrichment.shutdown() }
         do {
             if let sweep, let (from, to) = DeadlineSweep.range(sweep) {

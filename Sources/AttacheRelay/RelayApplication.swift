@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
 import Logging
+import NIOCore
 import NIOSSL
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,8 @@ public func buildRelayApplication(
     enrichment: Enrichment,
     forwarder: Forwarder,
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
-    logger: Logger = Logger(label: "attache.relay")
+    logger: Logger = Logger(label: "attache.relay"),
+    onServerRunning: @escaping @Sendable (Channel) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: BadPath())
@@ -36,7 +38,7 @@ public func buildRelayApplication(
     let server = HTTPServerBuilder { responder in RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2) }
     return Application(router: router, server: server,
                        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
-                       logger: logger)
+                       onServerRunning: onServerRunning, logger: logger)
 }
 
 /// The relay's certificate chain and key from PEM files; ALPN `h2`, then `http/1.1`.

@@ -37,7 +37,8 @@ struct Config: AsyncParsableCommand {
         case .enrich:
             // What the one-shot commands read: the environment as they see it (no file).
             let settings = Settings(ProcessEnvironment(), record: record)
-            _ = try EnrichFlags.parse(arguments).enrich.options(settings, defaultIsolation: .inProcess)
+            let flags = try EnrichFlags.parse(arguments)
+            _ = try flags.enrich.options(settings, storage: flags.storage, defaultIsolation: .inProcess)
         }
         print(record.table())
     }
@@ -48,4 +49,6 @@ private struct EnrichFlags: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "attache enrich")
 
     @OptionGroup var enrich: EnrichOptionGroup
+
+    @OptionGroup var storage: StorageOptionGroup
 }

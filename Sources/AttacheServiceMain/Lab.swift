@@ -11,6 +11,7 @@ struct Lab: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache lab",
         abstract: "Open a page in the browser that runs a payload through the enrichment live: its timeline, result, device previews and a deadline sweep.",
+        usage: "attache lab [<options>]",
         discussion: """
         Serves a page (every asset inside this binary) on 127.0.0.1 and a free port, printed at start; --open \
         opens it in the browser (xdg-open). Pick a sample payload (from --samples, by default ./Samples when it \
@@ -20,15 +21,14 @@ struct Lab: LongRunningCommand {
         map (CSV and SVG to download). Faults come from the lab's own origin on loopback, the only loopback \
         address its fetches may reach; every other fetch goes through the same address policy as the service. \
         On an address other than loopback the lab requires the service's token (--token or ATTACHE_TOKENS). \
-        What runs make is kept in a temporary directory of the lab's own and served by it: --store, --media-dir \
-        and --public-base-url are not used. See docs/lab.md.
+        What runs make is kept in a temporary directory of the lab's own and served by it. See docs/lab.md.
         """
     )
 
-    @Option(help: "Address to listen on (default 127.0.0.1; anything else needs --token).")
+    @Option(help: "Address to listen on; anything but loopback needs --token.")
     var host: String = "127.0.0.1"
 
-    @Option(help: "Port (default 0: a free one, printed at start).")
+    @Option(help: "Port; 0 is a free one, printed at start.")
     var port: Int = 0
 
     @OptionGroup var token: TokenOptionGroup
@@ -39,10 +39,10 @@ struct Lab: LongRunningCommand {
     @Flag(help: "Open the page in the browser once the lab is listening.")
     var open = false
 
-    @Option(help: "Payloads enriched at once, a sweep's runs included (default 4).")
+    @Option(help: "Payloads enriched at once, a sweep's runs included.")
     var maxRuns: Int = 4
 
-    @Option(help: "Most runs in one sweep, deadlines × faults (default 64).")
+    @Option(help: "Most runs in one sweep, deadlines × faults.")
     var maxSweepCells: Int = 64
 
     @OptionGroup var process: ProcessOptionGroup
@@ -74,7 +74,7 @@ struct Lab: LongRunningCommand {
         guard (1...400).contains(maxSweepCells) else { throw ValidationError("--max-sweep-cells must be between 1 and 400") }
         lab.maxRunsAtOnce = maxRuns
         lab.maxSweepCells = maxSweepCells
-        let options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        let options = try enrich.options(settings, storage: nil, defaultDeadline: DeadlinePolicy.service.default)
         return Setup(lab: lab, options: options, logFormat: try process.format(settings))
     }
 

@@ -13,6 +13,7 @@ struct Relay: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache relay",
         abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",
+        usage: "attache relay [<options>]",
         discussion: """
         Point an APNs or FCM client's host at the relay: POST /3/device/<token> (APNs provider API) and \
         POST /v1/projects/<project>/messages:send (FCM HTTP v1) are enriched when their payload has \
@@ -83,6 +84,8 @@ struct Relay: LongRunningCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
+    @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
+
     struct Setup {
         var relay: RelayConfiguration
         var options: Enrichment.Configuration
@@ -144,7 +147,7 @@ struct Relay: LongRunningCommand {
             }
         }
         let metricsPort = try metrics.port(settings)
-        var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         relay.deadline = options.deadlinePolicy
         return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
@@ -164,14 +167,17 @@ struct Relay: LongRunningCommand {
         let forwarder = try Forwarder(configuration: relay)
         defer { forwarder.shutdown() }
         var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
-        services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, logger: logger))
+        // Said once the socket is bound: a port in use is then the one line that fails the start.
+        let started: Logger.Metadata = [
+            "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",
+            "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
+        ]
+        services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, logger: logger) { _ in
+            logger.info("attache relay listening", metadata: started)
+        })
         if let port = setup.metricsPort {
             services.append(buildProbeApplication(host: setup.relay.host, port: port, registry: registry, healthy: { true }, logger: logger))
         }
-        logger.info("attache relay starting", metadata: [
-            "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",
-            "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
-        ])
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let addresses = ["\(setup.relay.host):\(setup.relay.port)"] + (setup.metricsPort.map { ["\(setup.relay.host):\($0)"] } ?? [])
         try await listening(on: addresses) { try await group.run() }

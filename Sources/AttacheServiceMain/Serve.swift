@@ -19,6 +19,7 @@ struct Serve: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache serve",
         abstract: "Run the enrichment service that push pipelines call per message.",
+        usage: "attache serve [<options>]",
         discussion: """
         Routes: POST /v1/enrich (payload in, payload to send out; Attache-Deadline-Ms, X-Request-Id), \
         GET|HEAD /media/<name> (a tenant's: /media/<prefix><name>), GET /healthz, GET /readyz, GET /metrics (Prometheus). \
@@ -63,6 +64,8 @@ struct Serve: LongRunningCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
+    @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
+
     /// What the service runs with, read from the flags, then the environment: `run` starts it,
     /// `attache config serve` prints it.
     struct Setup {
@@ -86,7 +89,7 @@ struct Serve: LongRunningCommand {
         limits.maxConnections = try settings.int(maxConnections, "ATTACHE_MAX_CONNECTIONS", option: "--max-connections", default: limits.maxConnections, in: 1...1_000_000)
         server.connections = limits
 
-        var options = try enrich.options(settings, defaultDeadline: DeadlinePolicy.service.default)
+        var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         server.deadline = options.deadlinePolicy
         server.mediaDirectory = options.mediaDirectory
@@ -106,9 +109,11 @@ struct Serve: LongRunningCommand {
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         server.tenants = tenants?.tenants
-        let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger)
         let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")
-        logger.info("attache serve starting", metadata: ["attache.address": "\(server.host):\(server.port)", "attache.auth": "\(auth)"])
+        // Said once the socket is bound: a port in use is then the one line that fails the start.
+        let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger) { [server] _ in
+            logger.info("attache serve listening", metadata: ["attache.address": "\(server.host):\(server.port)", "attache.auth": "\(auth)"])
+        }
         // The enrichment is listed first so that it is stopped last, after the server has
         // answered what it was answering.
         let group = ServiceGroup(configuration: .init(

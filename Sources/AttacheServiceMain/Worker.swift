@@ -12,6 +12,7 @@ struct Worker: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache worker",
         abstract: "Take payloads off a NATS JetStream stream, enrich each, and publish one payload out per payload in.",
+        usage: "attache worker [<options>]",
         discussion: """
         Input: stream ATTACHE_IN (subject attache.in), read through the durable pull consumer `attache` that \
         every worker shares. Output: subject attache.out, captured by stream ATTACHE_OUT, with headers \
@@ -81,6 +82,8 @@ struct Worker: LongRunningCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
+    @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
+
     @OptionGroup(title: "Conversion options") var conversions: ConversionWaitOptionGroup
 
     /// What the worker runs with, read from the flags, then the environment: `run` starts it,
@@ -116,7 +119,7 @@ struct Worker: LongRunningCommand {
         let probePort = try metrics.port(settings)
         let probeHost = host.host(settings)
 
-        var options = try enrich.options(settings)
+        var options = try enrich.options(settings, storage: storage)
         options.cache = try cache.configuration(settings)
         options.conversionWait = try conversions.wait(settings)
         queue.deadline = options.deadlinePolicy

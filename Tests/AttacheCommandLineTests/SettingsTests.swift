@@ -59,19 +59,19 @@ struct Variables: SettingsSource {
             "ATTACHE_DEADLINE": "1500ms", "ATTACHE_THUMBNAIL_SIZE": "200", "ATTACHE_POSTER": "exact",
             "ATTACHE_MEDIA_KEYS": "pic,photo", "ATTACHE_ON_TIMEOUT": "best-attempt", "ATTACHE_MEDIA_DIR": "/tmp/m",
         ])
-        let options = try EnrichOptionGroup.parse([]).options(s)
+        let options = try EnrichOptionGroup.parse([]).options(s, storage: try .parse([]))
         #expect(options.deadline == .milliseconds(1500))
         #expect(options.thumbnailSize == 200)
         #expect(options.posterMode == .exact)
         #expect(options.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
         #expect(options.onTimeout == .bestAttempt)
         #expect(options.mediaDirectory == "/tmp/m")
-        #expect(try EnrichOptionGroup.parse(["--no-default-media-keys", "--media-key", "/d/img"]).options(settings([:])).genericKeys == ["/d/img"])
-        #expect(try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_NO_DEFAULT_MEDIA_KEYS": "true"])).genericKeys.isEmpty)
-        #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--media-key", "/a~x"]).options(settings([:])) }
-        let flagged = try EnrichOptionGroup.parse(["--thumbnail-size", "100", "--display-size", "150"]).options(s)
+        #expect(try EnrichOptionGroup.parse(["--no-default-media-keys", "--media-key", "/d/img"]).options(settings([:]), storage: try .parse([])).genericKeys == ["/d/img"])
+        #expect(try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_NO_DEFAULT_MEDIA_KEYS": "true"]), storage: try .parse([])).genericKeys.isEmpty)
+        #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--media-key", "/a~x"]).options(settings([:]), storage: try .parse([])) }
+        let flagged = try EnrichOptionGroup.parse(["--thumbnail-size", "100", "--display-size", "150"]).options(s, storage: try .parse([]))
         #expect((flagged.thumbnailSize, flagged.displaySize) == (100, 150))
-        #expect { try EnrichOptionGroup.parse(["--display-size", "100"]).options(s) } throws: {
+        #expect { try EnrichOptionGroup.parse(["--display-size", "100"]).options(s, storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message == "--display-size must be between 200 and 8192 (got 100)"
         }
     }
@@ -90,15 +90,15 @@ struct Variables: SettingsSource {
         }
         #expect(try parseDuration("0") == .zero)
         #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--deadline", "1500"]) }
-        #expect { try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_DEADLINE": "1500"])) } throws: {
+        #expect { try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_DEADLINE": "1500"]), storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message.contains(#"ATTACHE_DEADLINE="1500" has no unit"#) ?? false
         }
-        #expect { try EnrichOptionGroup.parse(["--deadline", "40s"]).options(settings([:])) } throws: {
+        #expect { try EnrichOptionGroup.parse(["--deadline", "40s"]).options(settings([:]), storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message.hasPrefix("--deadline 40s is above the longest deadline, 30s") ?? false
         }
-        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:])).deadline == .seconds(40))
+        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:]), storage: try .parse([])).deadline == .seconds(40))
         // The command's own default gives way to a lower maximum.
-        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:])).deadline == .seconds(5))
+        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:]), storage: try .parse([])).deadline == .seconds(5))
     }
 
     enum Format: String, CaseIterable { case text, json }

@@ -18,6 +18,9 @@ fail() { echo "FAIL - $*" >&2; exit 1; }
 
 "$BIN" lab --help >"$work/help"
 grep -q -- "--open" "$work/help" || fail "attache lab --help lists --open"
+grep -q -- "--store\|--public-base-url\|--media-dir" "$work/help" && fail "attache lab --help lists store options it does not use"
+grep -q "(default: 0)" "$work/help" && grep -q "default 0" "$work/help" && fail "attache lab --help says a default twice"
+grep -q "^USAGE: attache lab \[<options>\]$" "$work/help" || fail "the usage line says the options are optional: $(grep USAGE "$work/help")"
 ok "attache lab --help"
 if "$BIN" lab --host 0.0.0.0 >"$work/out" 2>&1; then fail "the lab started on 0.0.0.0 without a token"; fi
 grep -q "not a loopback address" "$work/out" || fail "a non-loopback host without a token is refused with a reason: $(cat "$work/out")"

@@ -89,4 +89,17 @@ check "config file: a misspelt name stops the start, naming it and its line (exi
   "[ $code -ne 0 ] && grep -q 'ATTACHE_MAX_INFLIGHT (line 1)' $tmp/typo.out"
 worker_config=$("$bin" config worker --nats nats://127.0.0.1:4999 2>&1)
 check "config worker: the NATS URL from its flag" "echo \"\$worker_config\" | grep -E -q '^ATTACHE_NATS_URL +nats://127.0.0.1:4999 +flag\$'"
+# A port in use stops the start with one line that names it, and nothing said to be listening.
+busy=$(free_port)
+python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(20)' "$busy" &
+holder=$!
+for _ in $(seq 50); do python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$busy" 2>/dev/null && break; sleep 0.1; done
+for door in serve relay; do
+  "$bin" "$door" --port "$busy" --media-dir "$tmp/media" > "$tmp/busy.out" 2>&1
+  code=$?
+  check "$door on a port in use: exit 1, the port named ($(tail -1 "$tmp/busy.out"))" \
+    "[ $code = 1 ] && grep -q '^attache $door: cannot listen on 127.0.0.1:$busy: Address already in use' $tmp/busy.out"
+  check "… and no line says it listens or starts" "! grep -v '^attache $door: cannot listen' $tmp/busy.out | grep -q -i 'listening\|starting'"
+done
+kill "$holder" 2>/dev/null
 finish serve
