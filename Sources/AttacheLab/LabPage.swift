@@ -444,12 +444,13 @@ enum LabPage {
 
     // ---- sweep ----
     function sweepKey(profile, deadline) { return profile + '@' + deadline; }
+    // A fault as the page shows it (its label), never its internal name.
+    function faultLabel(name) { const p = state.setup.profiles.find((p) => p.name === name); return p ? p.label : name; }
 
     function drawHeatmap(deadlines, profiles) {
-      const labels = Object.fromEntries(state.setup.profiles.map((p) => [p.name, p.label]));
       let rows = '<thead><tr><th scope="col">fault \\ deadline</th>' + deadlines.map((d) => '<th scope="col">' + d + ' ms</th>').join('') + '</tr></thead><tbody>';
       for (const p of profiles) {
-        rows += '<tr><th scope="row">' + esc(labels[p] || p) + '</th>' + deadlines.map((d) =>
+        rows += '<tr><th scope="row">' + esc(faultLabel(p)) + '</th>' + deadlines.map((d) =>
           '<td><button type="button" class="cell" data-key="' + esc(sweepKey(p, d)) + '" data-outcome="pending" aria-pressed="false" disabled>… running</button></td>').join('') + '</tr>';
       }
       $('heatmap').innerHTML = rows + '</tbody>';
@@ -462,7 +463,7 @@ enum LabPage {
       button.dataset.outcome = cell.outcome;
       button.disabled = false;
       button.innerHTML = (symbols[cell.outcome] || '?') + ' ' + esc(cell.outcome) + '<br><small>' + Math.round(cell.elapsed_ms) + ' ms' + (cell.reason ? ' · ' + esc(cell.reason) : '') + '</small>';
-      button.setAttribute('aria-label', cell.profile + ' at ' + cell.deadline_ms + ' ms: ' + cell.outcome + (cell.reason ? ', ' + cell.reason : '') + ', out at ' + Math.round(cell.elapsed_ms) + ' ms');
+      button.setAttribute('aria-label', faultLabel(cell.profile) + ' at ' + cell.deadline_ms + ' ms: ' + cell.outcome + (cell.reason ? ', ' + cell.reason : '') + ', out at ' + Math.round(cell.elapsed_ms) + ' ms');
     }
 
     function openCell(key) {
@@ -470,7 +471,7 @@ enum LabPage {
       if (!cell) return;
       for (const b of document.querySelectorAll('#heatmap button')) b.setAttribute('aria-pressed', String(b.dataset.key === key));
       $('sweep-cell').hidden = false;
-      $('sweep-cell-title').textContent = cell.profile + ' at ' + cell.deadline_ms + ' ms: ' + cell.outcome + (cell.reason ? ' (' + cell.reason + ')' : '');
+      $('sweep-cell-title').textContent = faultLabel(cell.profile) + ' at ' + cell.deadline_ms + ' ms: ' + cell.outcome + (cell.reason ? ' (' + cell.reason + ')' : '');
       drawTimeline($('sweep-timeline'), { deadline_ms: cell.deadline_ms, elapsed_ms: cell.elapsed_ms, outcome: cell.outcome, reason: cell.reason, attachments: cell.attachments });
     }
 

@@ -116,7 +116,8 @@ try:
     target.send_keys(Keys.ENTER)
     wait.until(EC.visibility_of_element_located((By.ID, "sweep-cell")))
     check(target.get_attribute("aria-pressed") == "true", "Enter on a focused cell opens it")
-    check("slow-first-byte at 2500 ms" in find(By.ID, "sweep-cell-title").text, "the opened cell names itself")
+    check("slow first byte (1.5 s) at 2500 ms" in find(By.ID, "sweep-cell-title").text, "the opened cell names itself with the fault as the page shows it")
+    check(target.get_attribute("aria-label").startswith("slow first byte (1.5 s) at 2500 ms"), "… and so does its label for screen readers")
     check(len(driver.find_elements(By.CSS_SELECTOR, "#sweep-timeline rect.stage")) > 0, "the cell's timeline is drawn")
 
     # The keyboard alone reaches the run button from the payload.

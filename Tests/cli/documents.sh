@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The shell blocks of the README and of docs/*.md, run as written, in order, one shell per file —
 # as a new user pastes them after `make demo` — each file in a scratch directory that has the
-# checkout's Samples and release build, so what they write (./attache-media, send.jsonl, relay.pem,
-# timeline.svg) stays out of the checkout. A page of docs/ is read after the README's set-up (its
+# checkout's Samples, Tests and release build, so what they write (./attache-media, send.jsonl,
+# relay.pem, timeline.svg) stays out of the checkout. A page of docs/ is read after the README's set-up (its
 # block that puts attache on PATH and starts the sample origin), as its text says.
 # - A block preceded by `<!-- not run by Tests/cli/documents.sh: why -->` is skipped, with its reason.
 # - A block whose lines start with `$ ` is a transcript: each command runs, and what it printed must
@@ -86,6 +86,7 @@ run_file() { # file [prelude-file]
   run=$tmp/run-${name%.md}
   mkdir -p "$run/.build"
   ln -s "$root/Samples" "$run/Samples"
+  ln -s "$root/Tests" "$run/Tests"
   ln -s "$root/.build/release" "$run/.build/release"
   [ -d "$root/.build/tools" ] && ln -s "$root/.build/tools" "$run/.build/tools"
   blocks "$root/$file" > "$tmp/blocks"
@@ -147,10 +148,13 @@ for page in docs/*.md; do
       check "batch: every payload to send, none fetched twice" "[ \$(wc -l < $run/send.jsonl) -eq 12 ] && ! grep -q 'address-denied' $run/send.jsonl.report.jsonl"
       check "batch: a directory in, a file each out" "[ \$(ls $run/ready/*.json | wc -l) -eq \$(ls Samples/payloads/*.json | wc -l) ]"
       check "batch: a shard of the eight" "[ -s $run/part-2.jsonl ] && [ \$(wc -l < $run/part-2.jsonl) -lt 12 ]" ;;
+    docs/relay.md)
+      check "relay: the client is told enriched" "out $page '.build/tools/bin/python Tests/cli/providers.py' | tr -d '\r' | grep -q -i '^attache-outcome: enriched'"
+      check "relay: the double received the payload with its attachments" "tail -n 1 $run/received.jsonl | grep -q 'https://cdn.example.com/media/'" ;;
     docs/service.md)
       check "service: the answer is the enriched payload" "out $page 'TOKEN=' | grep -q '\"attachments\"'" ;;
   esac
   stop_background
 done
-check "$n blocks ran" "[ $n -ge 11 ]"
+check "$n blocks ran" "[ $n -ge 12 ]"
 finish documents
