@@ -26,6 +26,8 @@ if "$BIN" lab --host 0.0.0.0 >"$work/out" 2>&1; then fail "the lab started on 0.
 grep -q "not a loopback address" "$work/out" || fail "a non-loopback host without a token is refused with a reason: $(cat "$work/out")"
 ok "beyond loopback the lab wants a token"
 
+# Work directories of labs that ran before this one (another checkout's, a killed one's) are not its.
+ls -d /tmp/attache-lab-* > "$work/other-lab-dirs" 2>/dev/null || true
 "$BIN" lab --samples Samples >"$work/lab.log" 2>&1 &
 lab_pid=$!
 for _ in $(seq 1 100); do
@@ -68,7 +70,7 @@ ok "the browser checks"
 ok "other sites' pages in the browser get nothing from the lab"
 
 # What the lab made goes with it: on SIGTERM, and when it cannot listen (the port in use).
-ls -d /tmp/attache-lab-* > "$work/lab-dirs" 2>/dev/null || true
+ls -d /tmp/attache-lab-* 2>/dev/null | grep -v -x -F -f "$work/other-lab-dirs" > "$work/lab-dirs" || true
 [ -s "$work/lab-dirs" ] || fail "the running lab has a work directory under /tmp"
 kill -TERM "$lab_pid"; wait "$lab_pid" 2>/dev/null || true
 lab_pid=
