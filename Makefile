@@ -101,6 +101,7 @@ lab: build
 # to measure): they run after the rest, one test at a time, on a quieter machine.
 test: test-deps
 	Tests/cli/docs-check.sh
+	Tests/cli/layers.sh
 	$(NO_WARNINGS) $(SWIFT) build $(DEBUG_FLAGS) --build-tests
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --skip Deadline
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --filter Deadline --no-parallel

@@ -106,7 +106,17 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport", "AttacheIsolation",
+                "AttachePayload",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The media enrichment every front door runs: the enricher, the cache, the FCM envelope,
+        // what a scope (a tenant) may do, and the reasons fetch and media errors give.
+        .target(
+            name: "AttacheEnrichment",
+            dependencies: [
+                "Attache", "AttachePayload", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport", "AttacheIsolation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -118,7 +128,7 @@ let package = Package(
         .target(
             name: "AttacheOperations",
             dependencies: [
-                "Attache",
+                "Attache", "AttacheEnrichment",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -128,7 +138,7 @@ let package = Package(
         .target(
             name: "AttacheHTTPService",
             dependencies: [
-                "Attache", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -145,7 +155,7 @@ let package = Package(
         .target(
             name: "AttacheTenants",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSupport",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -159,7 +169,7 @@ let package = Package(
         .target(
             name: "AttacheQueueWorker",
             dependencies: [
-                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants", "CNats",
+                "Attache", "AttacheEnrichment", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -170,7 +180,7 @@ let package = Package(
         .target(
             name: "AttacheRelay",
             dependencies: [
-                "Attache", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants",
                 // IPAddress: an upstream given as an address literal gets no SNI.
                 "AttacheFetch",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -200,7 +210,7 @@ let package = Package(
         .target(
             name: "AttacheLab",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheHTTPService", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTimeline",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheHTTPService", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTimeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -209,9 +219,9 @@ let package = Package(
             swiftSettings: strict
         ),
         // `attache batch`: the runner, ordered and resumable output, the ledger.
-        .target(name: "AttacheBatch", dependencies: ["Attache", "AttachePayload", "AttacheStore", "AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheBatch", dependencies: ["Attache", "AttacheEnrichment", "AttachePayload", "AttacheStore", "AttacheSupport"], swiftSettings: strict),
         // `attache timeline`: the renderer and the deadline sweep.
-        .target(name: "AttacheTimeline", dependencies: ["Attache", "AttachePayload", "AttacheSupport"], swiftSettings: strict),
+        .target(name: "AttacheTimeline", dependencies: ["Attache", "AttacheEnrichment", "AttachePayload", "AttacheSupport"], swiftSettings: strict),
         // `attache origin`: media served on loopback with faults chosen per request.
         .target(name: "AttacheOrigin", dependencies: ["AttacheSupport"], swiftSettings: strict),
 
@@ -240,7 +250,7 @@ let package = Package(
         .target(
             name: "AttacheCommandLine",
             dependencies: [
-                "Attache", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttachePayload", "AttacheStore", "AttacheSupport",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttachePayload", "AttacheStore", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -252,7 +262,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheMain",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheCommandLine", "AttacheIsolation", "AttacheSupport",
+                "Attache", "AttacheEnrichment", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheCommandLine", "AttacheIsolation", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -262,7 +272,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "AttacheTenants", "CMalloc",
+                "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "AttacheTenants", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -279,14 +289,14 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheQueueWorkerTests",
-            dependencies: ["AttacheQueueWorker", "Attache", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",
+            dependencies: ["AttacheQueueWorker", "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "AttacheSupportTests", dependencies: ["AttacheSupport", "AttacheTesting"]),
-        .testTarget(name: "AttacheTenantsTests", dependencies: ["AttacheTenants", "Attache", "AttacheFetch", "AttacheMedia", "AttacheSupport", "AttacheTesting",
+        .testTarget(name: "AttacheTenantsTests", dependencies: ["AttacheTenants", "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheMedia", "AttacheSupport", "AttacheTesting",
                                                                 .product(name: "Logging", package: "swift-log"),
                                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
         .testTarget(name: "AttacheStoreTests", dependencies: ["AttacheStore", "AttacheFetch", "AttacheSupport", "AttacheTesting", "AttacheTestTraits"]),
@@ -294,7 +304,7 @@ let package = Package(
             name: "AttacheCommandLineTests",
             // Attache directly: its types (Enrichment.Configuration) are laid out in these tests, and an
             // incremental build only recompiles them when it sees the dependency.
-            dependencies: ["AttacheCommandLine", "Attache", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AttacheCommandLine", "Attache", "AttacheEnrichment", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheOrigin", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
@@ -302,12 +312,12 @@ let package = Package(
         .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecoderMain", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheTests",
-            dependencies: ["Attache", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Attache", "AttacheEnrichment", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "AttacheRelayTests",
             dependencies: [
-                "AttacheRelay", "AttacheTenants", "Attache", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
+                "AttacheRelay", "AttacheTenants", "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -321,7 +331,7 @@ let package = Package(
         .testTarget(
             name: "AttacheLabTests",
             dependencies: [
-                "AttacheLab", "Attache", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTesting", "AttacheTimeline",
+                "AttacheLab", "Attache", "AttacheEnrichment", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTesting", "AttacheTimeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -184,8 +184,14 @@ public struct ExtensionRuntime: Sendable {
     private func emit(_ bytes: [UInt8], _ outcome: Outcome, _ reason: Reason?, _ attachments: [AttachmentReport],
                       start: ContinuousClock.Instant) -> Emission {
         Emission(bytes: bytes, report: EnrichReport(
-            outcome: outcome, reason: reason, elapsedMs: start.duration(to: .now).milliseconds,
-            deadlineMs: configuration.deadline.milliseconds, payloadBytes: bytes.count, attachments: attachments
+            outcome: outcome, reason: reason, elapsedMs: Self.milliseconds(start.duration(to: .now)),
+            deadlineMs: Self.milliseconds(configuration.deadline), payloadBytes: bytes.count, attachments: attachments
         ))
+    }
+
+    /// In milliseconds, fractions kept (AttacheSupport's `Duration.milliseconds`, which the
+    /// runtime does without: it depends on the payload model and logging alone).
+    private static func milliseconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
 }

@@ -1,5 +1,3 @@
-import AttacheFetch
-import AttacheMedia
 
 /// What happened to a payload. Every payload in gets exactly one payload out and one outcome.
 public enum Outcome: String, Sendable, Codable {
@@ -80,33 +78,6 @@ public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// The origin sent almost nothing (under 1 KB a second) for two thirds of the time the
     /// transfer had, at least 3 s: given up on before the deadline.
     public static let originTooSlow = Reason(base: .originTooSlow)
-
-    /// The reason for a fetch error; a body the media policy refused has the media's reason.
-    /// Exhaustive: a new fetch code does not compile until it has its reason here.
-    public init(_ error: FetchError) {
-        switch error.code.base {
-        case .addressDenied: self = .addressDenied
-        case .hostNotAllowed: self = .hostNotAllowed
-        case .fetchFailed: self = .fetchFailed
-        case .tooLarge: self = .tooLarge
-        case .timeout: self = .timeout
-        case .quotaExceeded: self = .quotaExceeded
-        case .tooSlow: self = .originTooSlow
-        case .rejected:
-            // Attache's only prefix inspector is the media policy, which rejects with a MediaError.
-            self = (error.rejection as? MediaError).map { Reason($0.code) } ?? .unsupportedType
-        }
-    }
-
-    /// The reason for a media error (exhaustive, as above).
-    public init(_ code: MediaError.Code) {
-        switch code.base {
-        case .unsupportedType: self = .unsupportedType
-        case .invalidMedia: self = .invalidMedia
-        case .limitsExceeded: self = .limitsExceeded
-        case .tooLarge: self = .tooLarge
-        }
-    }
 
     public var description: String { base.rawValue }
 }

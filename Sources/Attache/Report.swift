@@ -1,4 +1,3 @@
-import AttacheFetch
 import AttachePayload
 
 /// Milliseconds spent in each stage of one attachment (each stage on its own, not cumulative),
@@ -8,10 +7,6 @@ public struct StageTimings: Sendable, Equatable {
     public var inspect = 0.0, render = 0.0, transcode = 0.0, store = 0.0
     public var fetchStart: Double?, inspectStart: Double?, renderStart: Double?, transcodeStart: Double?, storeStart: Double?
     public init() {}
-
-    mutating func setFetch(_ t: FetchTimings) {
-        (dns, connect, tls, firstByte, download) = t.stages
-    }
 
     /// The stages in order, with their start (ms after the payload arrived) and length.
     public var spans: [(stage: String, start: Double, length: Double)] {
@@ -105,6 +100,18 @@ public struct AttachmentReport: Sendable, Equatable {
         o["timings"] = timings.json
         return .object(o)
     }
+}
+
+/// How a value came out of the cache.
+public enum CacheEvent: String, Sendable {
+    /// Already there.
+    case hit
+    /// Computed by this caller.
+    case miss
+    /// Computed by another caller at the same time, and waited for (single-flight).
+    case shared
+    /// Not in this process's cache, but in the store's shared results (another replica made it).
+    case store
 }
 
 /// The report of one payload: outcome, reason, time, and each attachment.

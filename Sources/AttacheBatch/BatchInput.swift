@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttachePayload
 import AttacheStore
 import AttacheSupport

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttacheSupport
 #if canImport(Glibc)
 import Glibc

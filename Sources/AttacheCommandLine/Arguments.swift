@@ -1,8 +1,10 @@
 import ArgumentParser
-import AttacheIsolation
 import Attache
+import AttacheEnrichment
 import AttacheFetch
+import AttacheIsolation
 import AttacheMedia
+import AttacheSupport
 
 public func parseDuration(_ text: String) throws -> Duration {
     guard let d = DurationText.parse(text) else { throw ValidationError(DurationText.problem(text)) }

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Attache
-import AttachePayload
+import AttacheEnrichment
 import AttacheFetch
 import AttacheIsolation
 import AttacheMedia
+import AttachePayload
 import AttacheStore
+import AttacheSupport
 
 /// The options every command that enriches shares (`enrich`, `batch`, `timeline`, the service,
 /// the worker, the relay and the lab), each also read from an `ATTACHE_*` variable when the flag

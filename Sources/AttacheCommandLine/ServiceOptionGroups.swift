@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheEnrichment
 
 public enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable { case text, json }
 

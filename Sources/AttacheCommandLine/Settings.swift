@@ -1,6 +1,8 @@
 import ArgumentParser
 import Attache
+import AttacheEnrichment
 import AttacheFetch
+import AttacheSupport
 import Synchronization
 
 /// Where a setting comes from when no flag gives it: the process environment for the CLI; for the

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttacheOperations
 import AttachePayload
 import AttacheStore

@@ -1,11 +1,12 @@
 import Attache
+import AttacheEnrichment
 import AttacheOperations
 import AttachePayload
 import AttacheSupport
 import AttacheTenants
 import HTTPTypes
-import Logging
 import Hummingbird
+import Logging
 import NIOCore
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttacheHTTPService
 import AttachePayload
 import AttacheTimeline

@@ -1,7 +1,8 @@
 import ArgumentParser
-import AttacheCommandLine
 import Attache
 import AttacheBatch
+import AttacheCommandLine
+import AttacheEnrichment
 import AttacheFetch
 import Logging
 import Synchronization

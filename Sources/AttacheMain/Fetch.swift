@@ -1,6 +1,7 @@
 import ArgumentParser
-import AttacheCommandLine
 import Attache
+import AttacheCommandLine
+import AttacheEnrichment
 import AttacheFetch
 import Logging
 

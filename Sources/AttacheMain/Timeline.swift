@@ -1,8 +1,9 @@
 import ArgumentParser
-import AttacheCommandLine
 import Attache
-import AttacheTimeline
+import AttacheCommandLine
+import AttacheEnrichment
 import AttachePayload
+import AttacheTimeline
 import Logging
 
 struct Timeline: AsyncParsableCommand {

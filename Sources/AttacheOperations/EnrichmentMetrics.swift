@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import Metrics
 
 /// The service's metrics, made with an injected factory (tests use their own registry; the

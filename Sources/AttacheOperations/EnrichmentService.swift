@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import ServiceLifecycle
 
 /// The enrichment (its fetch engine's thread, its temp files) as a member of the service group:

@@ -1,6 +1,7 @@
 import Attache
-import AttachePayload
+import AttacheEnrichment
 import AttacheOperations
+import AttachePayload
 import AttacheSupport
 import AttacheTenants
 import Logging

@@ -1,6 +1,7 @@
 import Attache
-import AttacheSupport
+import AttacheEnrichment
 import AttacheOperations
+import AttacheSupport
 import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2

@@ -1,5 +1,6 @@
-import AttacheTenants
 import Attache
+import AttacheEnrichment
+import AttacheTenants
 
 /// What `attache relay` runs with: where it listens, how (HTTP/2 with prior knowledge in clear
 /// text, or TLS with ALPN), and where it forwards.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
+import AttacheEnrichment
 
 /// `attache config`: the configuration a command would run with — every setting, its value and
 /// where it came from — read by the very code that command runs (`Serve.configure`,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
+import AttacheEnrichment
 import AttacheLab
 import AttacheSupport
 import Foundation

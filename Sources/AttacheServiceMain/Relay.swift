@@ -1,11 +1,12 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
+import AttacheEnrichment
 import AttacheHTTPService
 import AttacheOperations
 import AttacheRelay
-import AttacheTenants
 import AttacheSupport
+import AttacheTenants
 import Logging
 import ServiceLifecycle
 

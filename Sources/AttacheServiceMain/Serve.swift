@@ -1,11 +1,12 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
+import AttacheEnrichment
 import AttacheFetch
-import AttacheMedia
 import AttacheHTTPService
-import AttacheTenants
+import AttacheMedia
 import AttacheOperations
+import AttacheTenants
 import Logging
 import Metrics
 import Prometheus

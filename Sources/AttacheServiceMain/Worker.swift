@@ -1,6 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheCommandLine
+import AttacheEnrichment
 import AttacheHTTPService
 import AttacheOperations
 import AttacheQueueWorker

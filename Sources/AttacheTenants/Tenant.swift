@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttacheFetch
 import AttacheMedia
 import AttacheSupport

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import AttacheSupport
 import Metrics
 import Synchronization

@@ -1,6 +1,8 @@
 import Attache
+import AttacheEnrichment
 import AttacheFetch
 import AttacheMedia
+import AttacheSupport
 import Yams
 
 /// The tenants file, YAML or JSON (JSON is read as the YAML it also is):

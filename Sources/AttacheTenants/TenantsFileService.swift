@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import Configuration
 import Logging
 import Metrics

@@ -1,4 +1,6 @@
 import Attache
+import AttacheEnrichment
+import AttacheSupport
 /// Runs one payload across deadlines and finds, for each attachment, the smallest deadline at
 /// which it makes it: the budget a payload needs on a given network.
 public struct DeadlineSweep: Sendable {

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 
 /// A sweep of one payload over deadlines × fault profiles, as a grid of outcomes: written as CSV
 /// for a spreadsheet and as an SVG heat map. Every cell says its outcome in words and by a symbol

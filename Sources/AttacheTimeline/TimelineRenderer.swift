@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 /// Draws a payload's report as a timeline: one lane per attachment with its stages, the deadline,
 /// the moment the payload was emitted, and the outcome — as text for a terminal, or as SVG.
 public struct TimelineRenderer: Sendable {

@@ -1,14 +1,15 @@
 import Attache
+import AttacheEnrichment
 import AttacheFetch
 import AttacheOrigin
 import AttachePayload
+@testable import AttacheQueueWorker
 import AttacheSupport
 import AttacheTenants
 import AttacheTesting
 import Logging
 import ServiceLifecycle
 import Testing
-@testable import AttacheQueueWorker
 
 /// Against a real nats-server with JetStream (`make test-deps`), on loopback.
 @Suite(.serialized) struct QueueWorkerTests {

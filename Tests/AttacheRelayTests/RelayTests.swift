@@ -1,12 +1,13 @@
 import Attache
+import AttacheEnrichment
 import AttacheFetch
-import Crypto
-import _CryptoExtras
 import AttacheOperations
 import AttacheOrigin
 @testable import AttacheRelay
 import AttacheTenants
 import AttacheTesting
+import Crypto
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -14,9 +15,9 @@ import HummingbirdHTTP2
 import HummingbirdTesting
 import Logging
 import NIOCore
-import Foundation
 import Synchronization
 import Testing
+import _CryptoExtras
 
 /// The relay between a client and the fake APNs and FCM upstreams, on loopback.
 struct RelayHarness {

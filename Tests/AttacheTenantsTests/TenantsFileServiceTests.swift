@@ -1,10 +1,11 @@
 import Attache
+import AttacheEnrichment
 import AttacheSupport
+@testable import AttacheTenants
 import AttacheTesting
 import Logging
 import ServiceLifecycle
 import Testing
-@testable import AttacheTenants
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,8 @@
 import Attache
+import AttacheEnrichment
 import AttacheFetch
-import Testing
 @testable import AttacheTenants
+import Testing
 
 /// The tenants file: what it may say, and every refusal with its line and key.
 @Suite struct TenantsFileTests {

@@ -1,5 +1,6 @@
 import Attache
 import AttacheBatch
+import AttacheEnrichment
 import AttacheFetch
 import AttacheOrigin
 import AttacheTesting

@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment
 import Testing
 
 @Suite struct DeadlinePolicyTests {

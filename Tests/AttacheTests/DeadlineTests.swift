@@ -1,8 +1,9 @@
 import Attache
-import AttacheTimeline
+import AttacheEnrichment
 import AttachePayload
 import AttacheSupport
 import AttacheTesting
+import AttacheTimeline
 import Testing
 
 /// The deadline as behaviour: the answer comes at the deadline, not when a hung origin or a busy

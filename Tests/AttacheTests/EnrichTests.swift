@@ -1,4 +1,5 @@
 @testable import Attache
+@testable import AttacheEnrichment
 import AttacheIsolation
 import AttacheMedia
 import AttachePayload

@@ -1,4 +1,5 @@
 @testable import Attache
+@testable import AttacheEnrichment
 import AttacheFetch
 import AttachePayload
 import AttacheStore

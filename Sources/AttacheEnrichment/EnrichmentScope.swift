@@ -1,3 +1,4 @@
+import Attache
 import AttacheFetch
 import AttacheMedia
 import AttacheStore

@@ -1,3 +1,4 @@
+import Attache
 import AttachePayload
 import Logging
 

@@ -1,3 +1,4 @@
+import Attache
 import AttacheFetch
 import AttachePayload
 import AttacheStore

@@ -1,3 +1,4 @@
+import Attache
 import AttacheFetch
 import AttacheIsolation
 import AttacheMedia

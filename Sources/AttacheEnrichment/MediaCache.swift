@@ -1,3 +1,4 @@
+import Attache
 import AttachePayload
 import Synchronization
 
@@ -19,18 +20,6 @@ public struct CachedMedia: Sendable {
         self.bytes = bytes
         self.fromStore = fromStore
     }
-}
-
-/// How a value came out of the cache.
-public enum CacheEvent: String, Sendable {
-    /// Already there.
-    case hit
-    /// Computed by this caller.
-    case miss
-    /// Computed by another caller at the same time, and waited for (single-flight).
-    case shared
-    /// Not in this process's cache, but in the store's shared results (another replica made it).
-    case store
 }
 
 /// A size-bounded, TTL-bounded map from a media URL (with its render options) to its result, with
