@@ -134,11 +134,26 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the HTTP doors share (the service, the relay, the lab): the request context, bearer
+        // auth, the error body, /media, the probes, the names of Attache's header fields.
+        .target(
+            name: "AttacheHTTPKit",
+            dependencies: [
+                "Attache", "AttachePayload", "AttacheStore", "AttacheSupport", "AttacheTenants",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // `attache serve`: the Hummingbird application.
         .target(
             name: "AttacheHTTPService",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheHTTPKit", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -180,7 +195,7 @@ let package = Package(
         .target(
             name: "AttacheRelay",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheHTTPKit", "AttacheOperations", "AttachePayload", "AttacheSupport", "AttacheTenants",
                 // IPAddress: an upstream given as an address literal gets no SNI.
                 "AttacheFetch",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -210,7 +225,7 @@ let package = Package(
         .target(
             name: "AttacheLab",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheHTTPService", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTimeline",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheHTTPKit", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTimeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -272,7 +287,7 @@ let package = Package(
         .executableTarget(
             name: "AttacheServiceMain",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "AttacheTenants", "CMalloc",
+                "Attache", "AttacheEnrichment", "AttacheHTTPKit", "AttacheHTTPService", "AttacheQueueWorker", "AttacheRelay", "AttacheLab", "AttacheOperations", "AttacheCommandLine", "AttacheSupport", "AttacheTenants", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -289,7 +304,7 @@ let package = Package(
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
         .testTarget(
             name: "AttacheQueueWorkerTests",
-            dependencies: ["AttacheQueueWorker", "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",
+            dependencies: ["AttacheHTTPKit", "AttacheQueueWorker", "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -316,7 +331,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheRelayTests",
-            dependencies: [
+            dependencies: ["AttacheHTTPKit", 
                 "AttacheRelay", "AttacheTenants", "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheOperations", "AttacheOrigin", "AttacheSupport", "AttacheTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -330,7 +345,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheLabTests",
-            dependencies: [
+            dependencies: ["AttacheHTTPKit", 
                 "AttacheLab", "Attache", "AttacheEnrichment", "AttacheOrigin", "AttachePayload", "AttacheSupport", "AttacheTesting", "AttacheTimeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -340,7 +355,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheHTTPServiceTests",
-            dependencies: [
+            dependencies: ["AttacheHTTPKit", 
                 "AttacheHTTPService", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", "AttacheSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes

@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import Attache
 import AttacheEnrichment
 import AttacheOperations
@@ -9,14 +10,6 @@ import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
-
-extension HTTPField.Name {
-    static let attacheOutcome = Self("Attache-Outcome")!
-    static let attacheDeadline = Self(DeadlinePolicy.header)!
-    static let requestID = Self("X-Request-Id")!
-    static let serverTiming = Self("Server-Timing")!
-    static let retryAfter = Self("Retry-After")!
-}
 
 /// `POST /v1/enrich`: the payload in, the payload to send out — always 200 for a JSON object,
 /// 400 only for a body that is not one, 413 for a body over the limit.

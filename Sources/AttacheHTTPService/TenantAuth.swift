@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import AttacheTenants
 import HTTPTypes
 import Hummingbird

@@ -1,6 +1,6 @@
 import Attache
 import AttacheEnrichment
-import AttacheHTTPService
+import AttacheHTTPKit
 import AttachePayload
 import AttacheTimeline
 import HTTPTypes

@@ -1,4 +1,4 @@
-import AttacheHTTPService
+import AttacheHTTPKit
 import HTTPTypes
 import Hummingbird
 

@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import Attache
 import AttacheEnrichment
 import AttacheOperations
@@ -36,8 +37,6 @@ enum Provider: Sendable {
 }
 
 extension HTTPField.Name {
-    static let attacheOutcome = Self("Attache-Outcome")!
-    static let attacheDeadline = Self(DeadlinePolicy.header)!
     static let apnsTopic = Self("apns-topic")!
 }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import Attache
 import AttacheCommandLine
 import AttacheEnrichment
-import AttacheHTTPService
+import AttacheHTTPKit
 import AttacheOperations
 import AttacheRelay
 import AttacheSupport

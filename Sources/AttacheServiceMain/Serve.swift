@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttacheHTTPKit
 import Attache
 import AttacheCommandLine
 import AttacheEnrichment

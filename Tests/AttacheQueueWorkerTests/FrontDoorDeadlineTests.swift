@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import Attache
 import AttacheEnrichment
 import AttacheFetch

@@ -3,7 +3,8 @@
 # describe`) and from the kernel's own imports:
 # - `Attache`, what an extension author imports, depends on the payload model and logging alone;
 # - `AttachePayload` depends on nothing;
-# - a front door never depends on another front door, nor on an executable;
+# - a front door never depends on another front door, nor on an executable, and what the HTTP doors
+#   share (AttacheHTTPKit) on neither;
 # - nothing but the executables and the tests depends on `AttacheCommandLine` (the settings' reader).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,15 +26,12 @@ if imports - {"AttachePayload", "Logging", "Synchronization"}:
     bad.append("Sources/Attache imports %s" % sorted(imports - {"AttachePayload", "Logging", "Synchronization"}))
 if deps["AttachePayload"] or products["AttachePayload"]:
     bad.append("AttachePayload depends on %s" % sorted(deps["AttachePayload"] | products["AttachePayload"]))
-front_doors = {"AttacheHTTPService", "AttacheRelay", "AttacheQueueWorker", "AttacheBatch", "AttacheLab", "AttacheTimeline"}
+# (`attache timeline` is AttacheMain's; AttacheTimeline is the timing library the lab draws with.)
+front_doors = {"AttacheHTTPService", "AttacheRelay", "AttacheQueueWorker", "AttacheBatch", "AttacheLab"}
 executables = {n for n, t in targets.items() if t["type"] == "executable"}
-# The lab takes the service's HTTP kit (auth, the error body, /media) and the timeline's sweep grid
-# from their targets: the one exception, until that kit has a target of its own.
-allowed = {("AttacheLab", "AttacheHTTPService"), ("AttacheLab", "AttacheTimeline")}
-for door in sorted(front_doors):
+for door in sorted(front_doors | {"AttacheHTTPKit"}):
     for other in sorted(deps[door] & (front_doors | executables)):
-        if (door, other) not in allowed:
-            bad.append("front door %s depends on %s" % (door, other))
+        bad.append("%s depends on %s, a front door or an executable" % (door, other))
 for name, d in sorted(deps.items()):
     if "AttacheCommandLine" in d and name not in executables and targets[name]["type"] != "test":
         bad.append("%s depends on AttacheCommandLine, which only executables and tests may" % name)

@@ -9,8 +9,8 @@ public func buildProbeApplication(host: String, port: Int, registry: PrometheusC
                                   healthy: @escaping @Sendable () -> Bool, logger: Logger) -> some ApplicationProtocol {
     let router = Router(context: AttacheRequestContext.self)
     router.get("/healthz") { _, _ in
-        healthy() ? HealthController.text(.ok, "ok\n") : HealthController.text(.serviceUnavailable, "not connected\n")
+        healthy() ? Probes.text(.ok, "ok\n") : Probes.text(.serviceUnavailable, "not connected\n")
     }
-    HealthController.registerMetrics(registry, on: router)
+    Probes.registerMetrics(registry, on: router)
     return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "Attache"), logger: logger)
 }

@@ -6,9 +6,9 @@ import NIOCore
 /// request came on, so that work for a client who has gone can be stopped.
 public struct AttacheRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    let channel: any Channel
+    public let channel: any Channel
     /// Whose request it is, once `TenantAuth` has read its token (with a tenants file).
-    var tenant: Tenant?
+    public var tenant: Tenant?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

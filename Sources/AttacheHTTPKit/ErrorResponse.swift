@@ -8,7 +8,7 @@ import NIOCore
 /// escaped and every route says it alike.
 public enum ErrorResponse {
     /// `more`: members after `error` (the lab's `line` and `column` of invalid JSON).
-    static func body(_ message: String, more: JSONObject = JSONObject()) -> ByteBuffer {
+    public static func body(_ message: String, more: JSONObject = JSONObject()) -> ByteBuffer {
         var object = JSONObject(["error": .string(message)])
         object.members += more.members
         return ByteBuffer(bytes: JSONWriter.bytes(.object(object)))

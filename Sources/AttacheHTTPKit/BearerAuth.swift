@@ -25,7 +25,7 @@ public struct BearerAuth<Context: RequestContext>: RouterMiddleware {
     }
 
     /// The token of `Authorization: Bearer <token>`; empty when there is none.
-    static func presented(_ request: Request) -> [UInt8] {
+    public static func presented(_ request: Request) -> [UInt8] {
         let header = request.headers[.authorization] ?? ""
         return header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
     }
