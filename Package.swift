@@ -128,7 +128,7 @@ let package = Package(
         .target(
             name: "AttacheOperations",
             dependencies: [
-                "Attache", "AttacheEnrichment",
+                "Attache", "AttacheEnrichment", "AttacheTenants",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -16,7 +16,7 @@ public func buildApplication(
     registry: PrometheusCollectorRegistry? = nil,
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.server"),
-    onServerRunning: @escaping @Sendable (Channel) async -> Void = { _ in }
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let connections = Connections()
     let router = buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics,

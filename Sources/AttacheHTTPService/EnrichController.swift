@@ -42,21 +42,20 @@ struct EnrichController: Sendable {
         let id = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? Self.newRequestID()
         var logger = context.logger
         logger[metadataKey: "attache.request.id"] = .string(id)
-        // A tenant's rate, concurrency and daily quota are taken before anything is read.
-        var scope = EnrichmentScope.unscoped
-        var policy = configuration.deadline
-        let tenant = context.tenant
-        if let tenant, let tenants = configuration.tenants {
-            if let refusal = tenants.enter(tenant) {
-                metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
-                return ErrorResponse.response(.tooManyRequests, refusal.message,
-                                              headers: [.requestID: id, .retryAfter: String(refusal.retryAfter)])
-            }
-            logger[metadataKey: "attache.tenant"] = .string(tenant.name)
-            scope = tenants.scope(for: tenant)
-            if let cap = tenant.maxDeadline { policy = policy.capped(at: cap) }
+        // A tenant's rate, concurrency and daily quota are taken before anything is read (with a
+        // tenants file, TenantAuth has found the tenant: no request reaches here without one).
+        let admission: Admission
+        switch AdmissionGate(tenants: configuration.tenants, policy: configuration.deadline, metrics: metrics).admit(context.tenant) {
+        case .admitted(let admitted): admission = admitted
+        case .refused(_, let refusal):
+            return ErrorResponse.response(.tooManyRequests, refusal.message,
+                                          headers: [.requestID: id, .retryAfter: String(refusal.retryAfter)])
+        case .unknownTenant:
+            return Self.error(.unauthorized, "no tenant", id: id)
         }
-        defer { if let tenant { configuration.tenants?.leave(tenant) } }
+        defer { admission.leave() }
+        let (scope, policy, tenant) = (admission.scope, admission.policy, admission.tenant)
+        if let tenant { logger[metadataKey: "attache.tenant"] = .string(tenant.name) }
 
         let body: ByteBuffer
         do {

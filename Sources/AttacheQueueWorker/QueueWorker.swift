@@ -159,23 +159,24 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        var policy = configuration.deadline.capped(at: configuration.longestDeadline)
-        var scope = EnrichmentScope.unscoped
-        var tenant: Tenant?, passReason: Reason?
-        if let tenants = configuration.tenants {
-            switch admit(message, tenants: tenants) {
-            case .admitted(let admitted):
-                tenant = admitted
-                scope = tenants.scope(for: admitted)
-                if let cap = admitted.maxDeadline { policy = policy.capped(at: cap) }
-            case .later(let delay):
-                message.nak(delay: delay)
+        let gate = AdmissionGate(tenants: configuration.tenants, policy: configuration.deadline.capped(at: configuration.longestDeadline),
+                                 metrics: metrics)
+        var admission: Admission?, passReason: Reason?
+        switch gate.admit(message.header(Self.tenantHeader).flatMap { configuration.tenants?.tenant(named: $0) }) {
+        case .admitted(let admitted): admission = admitted
+        case .unknownTenant: passReason = .unknownTenant
+        case .refused(_, let refusal):
+            // Back to the stream, delivered again after the wait its limit names (its slot here
+            // goes to other tenants' messages meanwhile), except on the last delivery the stream
+            // allows: then the original goes out (a payload is never lost to a limit).
+            guard (message.metadata?.delivered ?? 1) >= configuration.maxDeliver else {
+                message.nak(delay: .seconds(refusal.retryAfter))
                 return
-            case .passOn(let reason):
-                passReason = reason
             }
+            passReason = .tenantLimited
         }
-        defer { if let tenant { configuration.tenants?.leave(tenant) } }
+        defer { admission?.leave() }
+        let (policy, scope, tenant) = (admission?.policy ?? gate.policy, admission?.scope ?? .unscoped, admission?.tenant)
         let deadlineHeader = message.header(DeadlinePolicy.header)
         if DeadlinePolicy.isMalformed(deadlineHeader) {
             logger.warning("malformed Attache-Deadline-Ms header; the default deadline applies", metadata: [
@@ -266,28 +267,6 @@ public struct QueueWorker: Service {
 
     /// The header a message names its tenant in.
     public static let tenantHeader = "Attache-Tenant"
-
-    enum Admission {
-        case admitted(Tenant)
-        /// Back to the stream, to be delivered again after this long (the tenant is past its rate,
-        /// concurrency or quota; its slot here goes to other tenants' messages meanwhile).
-        case later(Duration)
-        /// The original goes out now, with this reason.
-        case passOn(Reason)
-    }
-
-    /// A message's tenant, and whether it may be enriched now. A tenant past its limits gets its
-    /// message back later, except on the last delivery the stream allows: then the original goes
-    /// out (a payload is never lost to a limit).
-    func admit(_ message: NATSMessage, tenants: Tenants) -> Admission {
-        guard let name = message.header(Self.tenantHeader), let tenant = tenants.tenant(named: name) else {
-            return .passOn(.unknownTenant)
-        }
-        guard let refusal = tenants.enter(tenant) else { return .admitted(tenant) }
-        metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
-        if (message.metadata?.delivered ?? 1) >= configuration.maxDeliver { return .passOn(.tenantLimited) }
-        return .later(.seconds(refusal.retryAfter))
-    }
 
     /// What is left of `deadline` counted from the publish time (the server's clock; without
     /// metadata, from now).

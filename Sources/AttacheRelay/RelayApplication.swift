@@ -19,7 +19,7 @@ public func buildRelayApplication(
     forwarder: Forwarder,
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.relay"),
-    onServerRunning: @escaping @Sendable (Channel) async -> Void = { _ in }
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: BadPath())

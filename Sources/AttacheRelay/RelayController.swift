@@ -77,26 +77,19 @@ struct RelayController: Sendable {
         }
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).
-        var policy = configuration.deadline
-        var scope = EnrichmentScope.unscoped
-        var tenant: Tenant?, passReason: Reason?
-        if let tenants = configuration.tenants {
-            if let named = app.flatMap(tenants.tenant(app:)) {
-                if let refusal = tenants.enter(named) {
-                    metrics.refused(tenant: named.name, kind: refusal.kind.rawValue)
-                    passReason = .tenantLimited
-                } else {
-                    tenant = named
-                    scope = tenants.scope(for: named)
-                    if let cap = named.maxDeadline { policy = policy.capped(at: cap) }
-                }
-            } else {
-                passReason = .unknownTenant
-            }
+        let gate = AdmissionGate(tenants: configuration.tenants, policy: configuration.deadline, metrics: metrics)
+        var admission: Admission?, passReason: Reason?
+        switch gate.admit(app.flatMap { configuration.tenants?.tenant(app: $0) }) {
+        case .admitted(let admitted): admission = admitted
+        case .refused: passReason = .tenantLimited
+        case .unknownTenant: passReason = .unknownTenant
         }
-        let budget = policy.budget(header: request.headers[.attacheDeadline])
-        let (body, outcome) = await enriched(received, budget: budget, scope: scope, tenant: tenant?.name, passReason: passReason)
-        if let tenant { configuration.tenants?.leave(tenant) }
+        let budget = (admission?.policy ?? gate.policy).budget(header: request.headers[.attacheDeadline])
+        // The tenant's slot is held while its payload is enriched (which cannot throw), not while
+        // the upstream answers.
+        let (body, outcome) = await enriched(received, budget: budget, scope: admission?.scope ?? .unscoped,
+                                             tenant: admission?.tenant?.name, passReason: passReason)
+        admission?.leave()
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
         do {
