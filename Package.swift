@@ -13,9 +13,10 @@ let package = Package(
         .executable(name: "attache-serve", targets: ["AttacheServiceMain"]),
         // The sandboxed decoder helper the service, the worker and batch run their decoding in.
         .executable(name: "attache-decode", targets: ["AttacheDecoderMain"]),
-        // What an extension author imports: the runtime and extension API, the payload model, and
-        // the fetch engine (an extension that fetches its own content uses it too).
-        .library(name: "Attache", targets: ["Attache", "AttachePayload", "AttacheFetch"]),
+        // What an extension author imports: the runtime and extension API, the payload model, the
+        // fetch engine (an extension that fetches its own content uses it too), and the enrichment
+        // (with the reasons of fetch and media errors, `Reason(fetchError)`).
+        .library(name: "Attache", targets: ["Attache", "AttachePayload", "AttacheFetch", "AttacheEnrichment"]),
         .library(name: "AttacheTesting", targets: ["AttacheTesting", "AttacheOrigin"]),
     ],
     dependencies: [

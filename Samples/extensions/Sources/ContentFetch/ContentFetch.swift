@@ -1,4 +1,5 @@
 import Attache
+import AttacheEnrichment  // Reason(FetchError)
 import AttacheFetch
 import AttachePayload
 
