@@ -9,8 +9,7 @@ broken JSON and see where it is broken.
 """
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -19,22 +18,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 url = sys.argv[1]
 screenshot = sys.argv[2] if len(sys.argv) > 2 else None
-checks = 0
-
-
-def check(condition, what):
-    global checks
-    if not condition:
-        raise AssertionError(what)
-    checks += 1
-    print("ok -", what)
-
-
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+check = chromium.Checks()
+driver = chromium.start("--window-size=1280,1000")
 wait = WebDriverWait(driver, 60)
 try:
     driver.get(url)
@@ -145,6 +130,6 @@ try:
     check(area.get_attribute("aria-invalid") == "true", "the payload is marked invalid")
     caret = driver.execute_script("return arguments[0].selectionStart", area)
     check(caret == len('{\n  "aps": {\n    "alert": '), "the caret is put on the broken character")
-    print("# %d checks passed" % checks)
+    print("# %d checks passed" % check.passed)
 finally:
     driver.quit()

@@ -22,22 +22,13 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 lab = sys.argv[1].rstrip("/")
 lab_port = urlsplit(lab).port
-checks = 0
-
-
-def check(condition, what):
-    global checks
-    if not condition:
-        raise AssertionError(what)
-    checks += 1
-    print("ok -", what)
+check = chromium.Checks()
 
 
 RUN = json.dumps({"payload": '{"aps":{"alert":"x","mutable-content":1},"image":"http://127.0.0.1:1/x.jpg"}',
@@ -91,14 +82,9 @@ other_port = free_port()
 server = http.server.ThreadingHTTPServer(("127.0.0.1", other_port), OtherSite)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 # evil.test is 127.0.0.1 for this browser alone; nothing is looked up.
-                 "--host-resolver-rules=MAP evil.test 127.0.0.1"):
-    options.add_argument(argument)
-options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+# evil.test is 127.0.0.1 for this browser alone; nothing is looked up. The performance log is
+# where the statuses the browser received are read.
+driver = chromium.start("--host-resolver-rules=MAP evil.test 127.0.0.1", capabilities={"goog:loggingPrefs": {"performance": "ALL"}})
 wait = WebDriverWait(driver, 30)
 
 
@@ -161,7 +147,7 @@ try:
         })();""", RUN)
     print("# rebinding reads:", reads)
     check(all(status == 421 for status, _ in reads.values()), "rebinding: its same-origin reads and runs are refused (%s)" % {k: v[0] for k, v in reads.items()})
-    print("# %d checks passed" % checks)
+    print("# %d checks passed" % check.passed)
 finally:
     driver.quit()
     server.shutdown()
