@@ -102,8 +102,14 @@ let package = Package(
             dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CSpawn", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        // attache-decode, the helper: AttacheMedia's decoders behind CSandbox, jobs over a socket.
-        .executableTarget(name: "AttacheDecoderMain", dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CMalloc", "CSandbox"], swiftSettings: strict),
+        // The helper process: AttacheMedia's decoders behind CSandbox, jobs over a socket.
+        .target(name: "AttacheDecoderHelper", dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CMalloc", "CSandbox"], swiftSettings: strict),
+        // attache-decode, the helper as shipped.
+        .executableTarget(name: "AttacheDecoderMain", dependencies: ["AttacheDecoderHelper"], swiftSettings: strict),
+        // The tests' helper: the same process with a job that makes forbidden calls in the
+        // sandbox (CSandboxProbe). No product: built for AttacheIsolationTests, never installed.
+        .target(name: "CSandboxProbe"),
+        .executableTarget(name: "AttacheDecoderProbe", dependencies: ["AttacheDecoderHelper", "AttacheMedia", "AttachePayload", "CSandboxProbe"], swiftSettings: strict),
         .target(
             name: "Attache",
             dependencies: [
@@ -324,8 +330,8 @@ let package = Package(
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheOrigin", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
-        // AttacheDecode: the helper is built before the tests that start it.
-        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecoderMain", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
+        // The helpers (attache-decode and the probe) are built before the tests that start them.
+        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecoderMain", "AttacheDecoderProbe", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         .testTarget(
             name: "AttacheTests",
             dependencies: ["Attache", "AttacheEnrichment", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]

@@ -38,8 +38,6 @@ public final class DecoderPool: MediaDecoder, Sendable {
         public var jobsPerHelper: Int
         /// How long a helper may take to start and sandbox itself.
         public var startTimeout: Duration
-        /// Start helpers that accept test jobs making forbidden calls (tests only).
-        var testOperations = false
 
         public init(helperPath: String? = nil, helpers: Int? = nil, addressSpace: Int = 1 << 30, jobCPUSeconds: Int = 30,
                     lifetimeCPUSeconds: Int = 600, jobsPerHelper: Int = 1000, startTimeout: Duration = .seconds(10)) {
@@ -53,9 +51,7 @@ public final class DecoderPool: MediaDecoder, Sendable {
         }
 
         var arguments: [String] {
-            var a = ["--address-space", "\(addressSpace)", "--cpu-seconds", "\(lifetimeCPUSeconds)", "--job-cpu-seconds", "\(jobCPUSeconds)"]
-            if testOperations { a.append("--test-operations") }
-            return a
+            ["--address-space", "\(addressSpace)", "--cpu-seconds", "\(lifetimeCPUSeconds)", "--job-cpu-seconds", "\(jobCPUSeconds)"]
         }
     }
 

@@ -13,7 +13,7 @@ import Glibc
 /// suites, one at a time, as every *Deadline* suite).
 @Suite(.serialized) struct DecoderDeadlineTests {
     @Test func aCancelledJobEndsAtOnceAndItsHelperIsReplaced() async throws {
-        let pool = try await makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let stuck = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }
@@ -34,7 +34,7 @@ import Glibc
     /// on a pool of three, leave the third helper to the photos queued behind them, which come
     /// back at once; cancelled, the heavy ones give their places back.
     @Test func heavyJobsNeverTakeTheLastHelper() async throws {
-        let pool = try await makePool(helpers: 3) { $0.testOperations = true }
+        let pool = try await makePool(helpers: 3) { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let spin = WireFrame(JSONObject(["op": .string("test"), "call": .string("spin")]))
         let heavy = (0..<3).map { _ in Task { try await pool.run(spin, heavy: true) } }
@@ -53,7 +53,7 @@ import Glibc
 
     @Test func aJobOverItsCPUAllowanceIsLimitsExceeded() async throws {
         let pool = try await makePool {
-            $0.testOperations = true
+            $0.helperPath = probeHelper
             $0.jobCPUSeconds = 1
         }
         defer { pool.shutdown() }

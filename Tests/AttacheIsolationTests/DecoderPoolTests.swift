@@ -22,6 +22,10 @@ func makePool(helpers: Int = 1, _ tweak: (inout DecoderPool.Configuration) -> Vo
 
 private let poolStarts = BlockingPool(threads: 2, name: "test-pool-start")
 
+/// The tests' helper (AttacheDecoderProbe, built beside these tests): attache-decode with a job
+/// that makes a forbidden call inside the sandbox.
+let probeHelper = pathBesideThisExecutable("AttacheDecoderProbe") ?? "AttacheDecoderProbe"
+
 /// What a test job that makes a forbidden call answers (or how it ends).
 func tryCall(_ pool: DecoderPool, _ call: String) async throws -> WireFrame {
     try await pool.run(WireFrame(JSONObject(["op": .string("test"), "call": .string(call)])))
@@ -173,7 +177,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
 
     @Test(arguments: ["socket", "connect", "execve", "fork"])
     func aForbiddenCallKillsTheHelper(_ call: String) async throws {
-        let pool = try await makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, call) }
         #expect(error?.code == .invalidMedia)
@@ -187,14 +191,14 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func openingAFileIsRefusedNotFatal() async throws {
-        let pool = try await makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let answer = try await tryCall(pool, "open")
         #expect(answer.header["message"]?.stringValue == "open returned -1, errno \(EACCES)")
         #expect(pool.crashes == 0)
     }
 
-    @Test func testJobsNeedTheTestFlag() async throws {
+    @Test func theShippedHelperHasNoTestJob() async throws {
         // What a service starts: a test job is not a job it knows, and the helper says so.
         let pool = try await makePool()
         defer { pool.shutdown() }
@@ -205,7 +209,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func aHelperKilledMidJobCostsThatJob() async throws {
-        let pool = try await makePool { $0.testOperations = true }
+        let pool = try await makePool { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }

@@ -29,10 +29,4 @@ void attache_sandbox_allow_cpu(uint64_t seconds);
 /// The process's address-space size now (from /proc/self/statm; call before entering).
 uint64_t attache_sandbox_address_space_used(void);
 
-/// Test-only (reachable from a command-line flag, never from a job's bytes): makes the named
-/// forbidden call — "socket", "connect", "execve", "fork" — or an "open" that must be refused, or
-/// "spin"s for ever as a decoder stuck in a loop would.
-/// Returns the call's result and sets errno, when the filter lets the process live.
-int attache_sandbox_try(const char *call);
-
 #endif
