@@ -43,7 +43,6 @@ final class CurlTransfer: @unchecked Sendable {
     /// `scheme://host:port` of the first URL: the engine admits a few transfers per origin at a
     /// time into the multi handle and queues the rest itself.
     let origin: String
-    private var resolveList: UnsafeMutablePointer<curl_slist>?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// How much of `request.upload` curl has read.
     private var uploaded = 0
@@ -63,8 +62,6 @@ final class CurlTransfer: @unchecked Sendable {
     private var lastStatus = 0
     private var contentLength: Int64 = -1
     private var contentType: String?
-    /// The fields of `request.keepHeaders` in the response being read.
-    private var keptHeaders: [(name: String, value: String)] = []
 
     init(id: UInt64, request: FetchRequest, deadline: ContinuousClock.Instant, settings: FetchEngine.Configuration) throws {
         self.id = id
@@ -80,7 +77,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit {
         if let easy { attache_curl_easy_cleanup(easy) }
-        if let resolveList { attache_curl_slist_free_all(resolveList) }
         if let headerList { attache_curl_slist_free_all(headerList) }
     }
 
@@ -150,13 +146,6 @@ final class CurlTransfer: @unchecked Sendable {
         try curlCheck(attache_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes)), "setopt")
         // No CURLOPT_ACCEPT_ENCODING: media is compressed already, and a gzip bomb must stay small.
 
-        for entry in request.resolve {
-            resolveList = attache_curl_slist_append(resolveList, entry)
-        }
-        if let resolveList {
-            try curlCheck(attache_curl_setopt_slist(easy, CURLOPT_RESOLVE, resolveList), "setopt")
-        }
-
         try configureMethod()
 
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -182,20 +171,6 @@ final class CurlTransfer: @unchecked Sendable {
         case .post:
             try setLong(CURLOPT_POST, 1)
             try configureUpload(lengthOption: CURLOPT_POSTFIELDSIZE_LARGE)
-        }
-        if request.http2Only && request.url.hasPrefix("http://") {
-            // libcurl 7.88.1 (Debian 12's) fails the next request on a reused prior-knowledge
-            // connection with CURLE_HTTP2 before sending it (seen with nghttpd and Hummingbird's
-            // server alike; `curl --http2-prior-knowledge URL --next URL` shows it): clear-text
-            // HTTP/2, a double or a sidecar on loopback, gets a connection per request.
-            try setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE))
-            try setLong(CURLOPT_FRESH_CONNECT, 1)
-            try setLong(CURLOPT_FORBID_REUSE, 1)
-        } else if request.http2Only {
-            try setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-            // Wait for a connection being set up to the same origin and multiplex on it, rather
-            // than opening one per request (APNs asks providers to reuse connections).
-            try setLong(CURLOPT_PIPEWAIT, 1)
         }
         if let signature = request.signature {
             try setString(CURLOPT_AWS_SIGV4, "aws:amz:\(signature.region):\(signature.service)")
@@ -407,12 +382,8 @@ final class CurlTransfer: @unchecked Sendable {
         if text.hasPrefix("HTTP/") {
             contentLength = -1
             contentType = nil
-            keptHeaders = []
             lastStatus = text.statusCode ?? 0
             return true
-        }
-        if !request.keepHeaders.isEmpty, let field = text.field, request.keepHeaders.contains(field.name) {
-            keptHeaders.append(field)
         }
         if let value = text.value(of: "content-length") {
             contentLength = Int64(String(decoding: value, as: UTF8.self)) ?? -1
@@ -440,7 +411,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         guard text.isBlank else { return true }
         if (300..<400).contains(lastStatus) || lastStatus < 200 { return true }  // redirect or interim
-        if lastStatus >= 400 && !request.errorStatusIsAnswer {
+        if lastStatus >= 400 {
             failure = FetchError(.fetchFailed, "HTTP status \(lastStatus)", status: lastStatus)
             return false
         }
@@ -472,8 +443,7 @@ final class CurlTransfer: @unchecked Sendable {
             connectedIP: infoString(CURLINFO_PRIMARY_IP),
             newConnections: info(CURLINFO_NUM_CONNECTS),
             timings: timings(),
-            body: body,
-            headers: keptHeaders
+            body: body
         ))
     }
 

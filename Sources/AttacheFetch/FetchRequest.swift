@@ -16,8 +16,6 @@ public struct FetchRequest: Sendable {
     public var prefixLength: Int
     /// Sees the first bytes as they arrive, so a wrong kind or an HTML error page stops early.
     public var inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)?
-    /// `HOST:PORT:ADDRESS` entries, as curl's `--resolve` (used by tests to give a name an address).
-    public var resolve: [String]
     /// Receives the transfer's timings when it ends, however it ends (cancelled ones too).
     public var trace: FetchTrace?
     /// The streaming form: when set, every chunk of the body is handed here as it arrives and
@@ -32,14 +30,6 @@ public struct FetchRequest: Sendable {
     public var headers: [String] = []
     /// The body of a PUT or a POST.
     public var upload: Upload?
-    /// HTTP/2 only: over TLS as negotiated, and with prior knowledge on `http://`, as a provider's
-    /// APNs client speaks to the relay (the relay's tests send this way); many such requests over
-    /// TLS share a connection.
-    public var http2Only = false
-    /// Response fields to keep, in lower case (`apns-id`): the result's `headers` holds them.
-    public var keepHeaders: Set<String> = []
-    /// A 4xx or 5xx is an answer with its body (what APNs says of a token), not a failed transfer.
-    public var errorStatusIsAnswer = false
     /// Signs the request with AWS Signature V4 (libcurl's `CURLOPT_AWS_SIGV4`).
     public var signature: AWSSignature?
     /// Media follows redirects (each hop judged); an object store's answer is final.
@@ -68,13 +58,11 @@ public struct FetchRequest: Sendable {
         url: String,
         maxBytes: Int = 50 * 1024 * 1024,
         prefixLength: Int = 512,
-        resolve: [String] = [],
         inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)? = nil
     ) {
         self.url = url
         self.maxBytes = maxBytes
         self.prefixLength = prefixLength
-        self.resolve = resolve
         self.inspectPrefix = inspectPrefix
         self.trace = nil
         self.stream = nil
@@ -102,9 +90,6 @@ public struct FetchResult: Sendable {
     public var newConnections: Int
     public var timings: FetchTimings
     public var body: FetchedBody
-    /// The fields of the final response that the request asked to keep (`keepHeaders`), as
-    /// received: names in lower case, values without surrounding blanks.
-    public var headers: [(name: String, value: String)] = []
 }
 
 /// Where a transfer leaves its timings when it ends, for callers that want them on failure too

@@ -47,16 +47,4 @@ struct HeaderLine {
         while let last = value.last, isBlank(last) { value = value.dropLast() }
         return value
     }
-
-    /// The line as a field: its name in lower case and its value without surrounding blanks; nil
-    /// for a line that is not `name: value`. Makes Strings: for the few fields a caller keeps.
-    var field: (name: String, value: String)? {
-        let line = content
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return nil }
-        let name = String(decoding: line[line.startIndex..<colon], as: UTF8.self).lowercased()
-        var value = line[(colon + 1)...]
-        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-        while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
-        return (name, String(decoding: value, as: UTF8.self))
-    }
 }

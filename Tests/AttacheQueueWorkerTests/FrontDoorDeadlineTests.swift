@@ -70,19 +70,12 @@ extension QueueWorkerTests {
         let relay = try buildRelayApplication(configuration: relayConfiguration, enrichment: enrichment, forwarder: forwarder, logger: Self.quiet)
         let relayed = try await relay.test(.live) { client in
             let port = try #require(client.port)
-            let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]), lowSpeedTime: 0))
-            defer { engine.shutdown() }
             var budgets: [Int] = []
             for (header, _) in Self.deadlineCases {
-                var request = FetchRequest(url: "http://127.0.0.1:\(port)/3/device/abc")
-                request.method = .post
-                request.upload = .bytes(payload)
-                request.http2Only = true
-                request.errorStatusIsAnswer = true
-                request.headers = header.map { ["\(DeadlinePolicy.header): \($0)"] } ?? []
-                request.keepHeaders = [DeadlinePolicy.header.lowercased()]
-                let result = try await engine.fetch(request, deadline: .now + .seconds(10))
-                budgets.append(result.headers.first.flatMap { Int($0.value) } ?? -1)
+                let answer = try await CurlClient(timeout: .seconds(10)).post(
+                    "http://127.0.0.1:\(port)/3/device/abc", body: payload,
+                    fields: header.map { ["\(DeadlinePolicy.header): \($0)"] } ?? [])
+                budgets.append(answer.fields[DeadlinePolicy.header.lowercased()].flatMap { Int($0) } ?? -1)
             }
             return budgets
         }

@@ -57,8 +57,7 @@ struct RelayHarness {
         defer { forwarder.shutdown() }
         let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
         try await relay.test(.live) { relayClient in
-            let client = try RelayClient(port: try #require(relayClient.port))
-            defer { client.engine.shutdown() }
+            let client = RelayClient(port: try #require(relayClient.port))
             try await body(client, upstreams, origin)
         }
     }
@@ -83,17 +82,9 @@ struct TestCertificates {
     }
 }
 
-/// libcurl speaking HTTP/2 with prior knowledge, as a provider's client would to a sidecar.
+/// curl speaking HTTP/2 with prior knowledge, as a provider's client would to a sidecar.
 struct RelayClient {
     let port: Int
-    let engine: FetchEngine
-
-    /// No low-speed limit: the relay may rightly take as long as enrichment and the upstream are
-    /// allowed to (a loaded machine makes a first enrichment slow); the request's deadline bounds it.
-    init(port: Int) throws {
-        self.port = port
-        engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]), lowSpeedTime: 0))
-    }
 
     struct Answer {
         var status: Int
@@ -101,21 +92,13 @@ struct RelayClient {
         var body: String
     }
 
-    /// `http1`: HTTP/1.1, as firebase-admin sends, instead of HTTP/2 with prior knowledge.
+    /// `http1`: HTTP/1.1, as firebase-admin sends, instead of HTTP/2 with prior knowledge. No
+    /// limit but the request's: the relay may rightly take as long as enrichment and the upstream
+    /// are allowed to (a loaded machine makes a first enrichment slow).
     func post(_ path: String, _ body: String, fields: [String] = [], http1: Bool = false) async throws -> Answer {
-        var request = FetchRequest(url: "http://127.0.0.1:\(port)\(path)", maxBytes: 1 << 20)
-        request.method = .post
-        request.upload = .bytes(Array(body.utf8))
-        request.http2Only = !http1
-        request.errorStatusIsAnswer = true
-        // Without libcurl's own Accept, User-Agent and form Content-Type: the upstream then shows
-        // whether the relay added any.
-        request.headers = fields + ["accept:", "user-agent:"] + (fields.contains { $0.lowercased().hasPrefix("content-type:") } ? [] : ["content-type:"])
-        request.keepHeaders = ["apns-id", "apns-unique-id", "attache-outcome", "attache-deadline-ms", "content-type"]
-        let result = try await engine.fetch(request, deadline: .now + .seconds(20))
-        var kept: [String: String] = [:]
-        for (name, value) in result.headers { kept[name] = value }
-        return Answer(status: result.status, fields: kept, body: String(decoding: try result.body.readAll(), as: UTF8.self))
+        let client = CurlClient(version: http1 ? .http1 : .http2PriorKnowledge)
+        let answer = try await client.post("http://127.0.0.1:\(port)\(path)", body: Array(body.utf8), fields: fields)
+        return Answer(status: answer.status, fields: answer.fields, body: answer.text)
     }
 }
 
