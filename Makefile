@@ -103,6 +103,7 @@ test: test-deps
 	Tests/cli/docs-check.sh
 	Tests/cli/layers.sh
 	$(NO_WARNINGS) $(SWIFT) build $(DEBUG_FLAGS) --build-tests
+	Tests/cli/c-calls.sh .build/debug
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --skip Deadline
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --filter Deadline --no-parallel
 	# The extension samples, as a package of their own that depends on Attache (by path), as a

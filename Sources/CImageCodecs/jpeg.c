@@ -1,5 +1,5 @@
-// libjpeg-turbo (libjpeg API): decode with DCT scaling straight into the box shrinker, encode
-// baseline with optimised Huffman tables. Errors and warnings longjmp back to here.
+// libjpeg-turbo (libjpeg API): decode with DCT scaling straight into the box shrinker (the
+// encoder is jpeg_writer.c). Errors and warnings longjmp back to here (jpeg_errors.h).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,41 +10,13 @@
 #include "shrink.h"
 #include "release.h"
 #include "coefficients.h"
-#include "jpeg_writer.h"
-
-typedef struct {
-    struct jpeg_error_mgr base;
-    jmp_buf jump;
-    char *message;
-    attache_status status;
-} error_mgr;
+#include "jpeg_errors.h"
 
 typedef struct {
     struct jpeg_progress_mgr base;
     attache_decode_options *options;
-    error_mgr *errors;
+    attache_jpeg_errors *errors;
 } progress_mgr;
-
-static void on_error(j_common_ptr cinfo) {
-    error_mgr *err = (error_mgr *)cinfo->err;
-    // libjpeg asks for a backing store (a temp file) when max_memory_to_use is not enough: that
-    // is the memory limit speaking, not a corrupt file.
-    int over_limit = cinfo->err->msg_code == JERR_NO_BACKING_STORE || cinfo->err->msg_code == JERR_OUT_OF_MEMORY;
-    if (err->message) {
-        // format_message writes up to JMSG_LENGTH_MAX (200) bytes; the caller's buffer is smaller.
-        char text[JMSG_LENGTH_MAX];
-        if (over_limit) snprintf(text, sizeof text, "needs more memory than the decoder limit");
-        else (*cinfo->err->format_message)(cinfo, text);
-        snprintf(err->message, sizeof ((attache_decode_options *)0)->message, "%s", text);
-    }
-    if (err->status == ATTACHE_OK) err->status = over_limit ? ATTACHE_ERR_LIMITS : ATTACHE_ERR_INVALID;
-    longjmp(err->jump, 1);
-}
-
-// Warnings (corrupt data the library would paper over) are treated as errors.
-static void on_message(j_common_ptr cinfo, int level) {
-    if (level < 0) on_error(cinfo);
-}
 
 static void on_progress(j_common_ptr cinfo) {
     progress_mgr *p = (progress_mgr *)cinfo->progress;
@@ -116,7 +88,7 @@ static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int width, int inverted
 
 attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_decode_options *options, attache_image *out) {
     struct jpeg_decompress_struct cinfo;
-    error_mgr err;
+    attache_jpeg_errors err;
     progress_mgr progress;
     attache_shrinker shrinker;
     uint8_t *volatile row = NULL;
@@ -126,11 +98,7 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     memset(out, 0, sizeof *out);
     options->message[0] = 0;
 
-    cinfo.err = jpeg_std_error(&err.base);
-    err.base.error_exit = on_error;
-    err.base.emit_message = on_message;
-    err.message = options->message;
-    err.status = ATTACHE_OK;
+    cinfo.err = attache_jpeg_errors_init(&err, options->message);
     if (setjmp(err.jump)) {
         attache_status status = err.status;
         jpeg_destroy_decompress(&cinfo);
@@ -219,85 +187,4 @@ attache_status attache_jpeg_decode(const uint8_t *data, size_t length, attache_d
     free(row);
     free(rgb);
     return ATTACHE_OK;
-}
-
-struct attache_jpeg_writer {
-    struct jpeg_compress_struct cinfo;
-    error_mgr err;
-    unsigned char *buffer;
-    unsigned long size;
-    char message[160];
-};
-
-// Each call that enters libjpeg sets its own jump: a longjmp must land in a frame still running.
-#define WRITER_GUARD(w) \
-    if (setjmp((w)->err.jump)) return (w)->err.status
-
-attache_status attache_jpeg_writer_begin(attache_jpeg_writer **out, int width, int height, int quality,
-                                         const uint8_t *icc, size_t icc_length) {
-    attache_jpeg_writer *w = calloc(1, sizeof *w);
-    *out = w;
-    if (!w) return ATTACHE_ERR_NOMEM;
-    w->cinfo.err = jpeg_std_error(&w->err.base);
-    w->err.base.error_exit = on_error;
-    w->err.base.emit_message = on_message;
-    w->err.message = w->message;
-    w->err.status = ATTACHE_OK;
-    WRITER_GUARD(w);
-    jpeg_create_compress(&w->cinfo);
-    jpeg_mem_dest(&w->cinfo, &w->buffer, &w->size);
-    w->cinfo.image_width = (JDIMENSION)width;
-    w->cinfo.image_height = (JDIMENSION)height;
-    w->cinfo.input_components = 3;
-    w->cinfo.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&w->cinfo);
-    jpeg_set_quality(&w->cinfo, quality, TRUE);
-    w->cinfo.optimize_coding = TRUE;
-    w->cinfo.write_JFIF_header = TRUE;
-    jpeg_start_compress(&w->cinfo, TRUE);
-    if (icc && icc_length > 0) jpeg_write_icc_profile(&w->cinfo, icc, (unsigned int)icc_length);
-    return ATTACHE_OK;
-}
-
-attache_status attache_jpeg_writer_row(attache_jpeg_writer *w, const uint8_t *row) {
-    WRITER_GUARD(w);
-    JSAMPROW rows[1] = { (JSAMPROW)row };
-    jpeg_write_scanlines(&w->cinfo, rows, 1);
-    return ATTACHE_OK;
-}
-
-attache_status attache_jpeg_writer_finish(attache_jpeg_writer *w, uint8_t **out, size_t *out_length) {
-    WRITER_GUARD(w);
-    jpeg_finish_compress(&w->cinfo);
-    *out = w->buffer;
-    *out_length = w->size;
-    w->buffer = NULL;
-    return ATTACHE_OK;
-}
-
-const char *attache_jpeg_writer_message(const attache_jpeg_writer *w) { return w ? w->message : "out of memory"; }
-
-void attache_jpeg_writer_free(attache_jpeg_writer *w) {
-    if (!w) return;
-    jpeg_destroy_compress(&w->cinfo);
-    free(w->buffer);
-    free(w);
-}
-
-attache_status attache_jpeg_encode(const attache_image *image, int quality, const uint8_t *icc, size_t icc_length,
-                                   uint8_t **out, size_t *out_length, char message[160]) {
-    *out = NULL;
-    *out_length = 0;
-    if (image->channels != 3) {
-        snprintf(message, 160, "JPEG output needs RGB");
-        return ATTACHE_ERR_UNSUPPORTED;
-    }
-    attache_jpeg_writer *w;
-    attache_status status = attache_jpeg_writer_begin(&w, image->width, image->height, quality, icc, icc_length);
-    for (int y = 0; status == ATTACHE_OK && y < image->height; y++)
-        status = attache_jpeg_writer_row(w, image->pixels + (size_t)y * image->width * 3);
-    if (status == ATTACHE_OK) status = attache_jpeg_writer_finish(w, out, out_length);
-    if (status != ATTACHE_OK) snprintf(message, 160, "%s", attache_jpeg_writer_message(w));
-    attache_jpeg_writer_free(w);
-    return status;
 }

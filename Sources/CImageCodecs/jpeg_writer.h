@@ -1,5 +1,5 @@
 // A baseline JPEG encoder (optimised Huffman tables) that takes its rows one at a time, so that a
-// display copy is encoded while its rows are being made (rows.c): at the end only the Huffman
+// display copy is encoded while its rows are being made (display.c): at the end only the Huffman
 // pass over the kept coefficients is left, instead of the whole encode.
 #ifndef ATTACHE_JPEG_WRITER_H
 #define ATTACHE_JPEG_WRITER_H

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attache_codecs.h"
-#include "rows.h"
+#include "resizer.h"
 
 struct attache_contribution {
     int start;
@@ -82,7 +82,7 @@ static inline __attribute__((always_inline)) void horizontal_row(const uint8_t *
 // output row can need it. The ring stays in cache (a whole horizontally resampled image did not:
 // 12 MB for a 1440x900 -> 1080x675 resample, written once and read six times) and the memory is
 // a few rows, not an image. Rows are pushed, so that a decoder's or another resampler's rows can
-// be taken as they are finished (rows.c).
+// be taken as they are finished (rows.h).
 attache_status attache_resizer_init(attache_resizer *r, int in_width, int in_height, int channels, int width, int height) {
     memset(r, 0, sizeof *r);
     if (width <= 0 || height <= 0 || in_width <= 0 || in_height <= 0 || channels < 1 || channels > 4) return ATTACHE_ERR_INVALID;
@@ -156,36 +156,14 @@ void attache_resizer_free(attache_resizer *r) {
 }
 
 attache_status attache_resize(const attache_image *in, int width, int height, attache_image *out) {
-    return attache_resize_rows(in, width, height, out, NULL);
-}
-
-attache_status attache_resize_rows(const attache_image *in, int width, int height, attache_image *out, attache_rows *gate) {
-    return attache_resize_rows_with(in, width, height, out, gate, NULL, NULL);
-}
-
-attache_status attache_resize_rows_with(const attache_image *in, int width, int height, attache_image *out, attache_rows *gate,
-                                        attache_row_fn row_made, void *context) {
     memset(out, 0, sizeof *out);
-    attache_resizer resizer, *r = &resizer;
-    attache_status status = attache_resizer_init(r, in->width, in->height, in->channels, width, height);
+    attache_resizer r;
+    attache_status status = attache_resizer_init(&r, in->width, in->height, in->channels, width, height);
     if (status != ATTACHE_OK) return status;
-    r->row_made = row_made;
-    r->context = context;
-    int final = gate ? 0 : in->height;  // source rows known to be finished
-    for (int next = 0; r->made < height; next++) {
-        if (next >= final) final = attache_rows_wait(gate, next);
-        if (next >= final || (gate && attache_rows_abandoned(gate))) {
-            attache_resizer_free(r);
-            return ATTACHE_ERR_ABORTED;  // the decoder ended without them, or is freeing them
-        }
-        // Within a ring, the row is in its slot until it is given back, right after.
-        int ring = gate ? gate->ring : 0;
-        attache_resizer_push(r, in->pixels + (size_t)(ring ? next % ring : next) * in->width * in->channels);
-        if (ring) attache_rows_consumed(gate, next + 1);
-    }
-    if (gate && gate->ring) attache_rows_consumed(gate, in->height);  // the rest are not needed
-    attache_resizer_take(r, out);
-    attache_resizer_free(r);
+    for (int y = 0; y < in->height && r.made < height; y++)
+        attache_resizer_push(&r, in->pixels + (size_t)y * in->width * in->channels);
+    attache_resizer_take(&r, out);
+    attache_resizer_free(&r);
     return ATTACHE_OK;
 }
 

@@ -1,10 +1,11 @@
 // Rows handed from a decoder to a resampler on another thread as they are finished, so that the
-// resample of a display copy overlaps the decode instead of following it (attache_decode_resized).
+// resample of a display copy overlaps the decode instead of following it (display.c).
 #ifndef ATTACHE_ROWS_H
 #define ATTACHE_ROWS_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include "attache_codecs.h"
+#include "resizer.h"
 
 struct attache_rows {
     pthread_mutex_t lock;
@@ -46,39 +47,8 @@ int attache_rows_ring_for(const attache_rows *rows, int width, int height);
 void attache_rows_wait_slot(attache_rows *rows, int row);
 /// Ring: the resampler is done with the first `count` rows.
 void attache_rows_consumed(attache_rows *rows, int count);
-/// attache_resize, reading `in`'s rows only once `rows` says they are final (`rows` may be NULL).
-attache_status attache_resize_rows(const attache_image *in, int width, int height, attache_image *out, attache_rows *rows);
-
-/// Called with each output row of a resample as soon as it is final (`y` from 0, in order).
-typedef void (*attache_row_fn)(void *context, const uint8_t *row, int y);
-
-// A source pixel widened to four floats (lanes past the channel count zero): one vector
-// multiply-add per tap.
-typedef float float4 __attribute__((vector_size(16)));
-
-/// The resampler of attache_resize, fed one source row at a time (pixels.c).
-typedef struct {
-    int in_width, width, height, channels;
-    struct attache_contribution *h, *v;  // each output column's and row's taps
-    float *h_weights, *v_weights;
-    float4 *wide;      // the source row being resampled, widened
-    float *rows;       // `ring` horizontally resampled rows
-    float *acc;
-    int ring;
-    int pushed;        // source rows taken
-    int made;          // output rows final
-    uint8_t *pixels;   // the output image
-    attache_row_fn row_made;
-    void *context;
-} attache_resizer;
-
-attache_status attache_resizer_init(attache_resizer *r, int in_width, int in_height, int channels, int width, int height);
-/// Takes the next source row (in order) and makes every output row it completes.
-void attache_resizer_push(attache_resizer *r, const uint8_t *row);
-/// Hands the output image over (once every row is made); the resizer still needs freeing.
-void attache_resizer_take(attache_resizer *r, attache_image *out);
-void attache_resizer_free(attache_resizer *r);
-/// attache_resize_rows, with `row_made` told of each output row as soon as it is final.
+/// attache_resize, reading `in`'s rows only once `rows` says they are final (`rows` may be NULL),
+/// with `row_made` told of each output row as soon as it is final (may be NULL).
 attache_status attache_resize_rows_with(const attache_image *in, int width, int height, attache_image *out, attache_rows *rows,
                                         attache_row_fn row_made, void *context);
 #endif
