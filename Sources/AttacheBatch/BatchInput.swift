@@ -84,7 +84,7 @@ public struct BatchInputIdentity: Sendable, Equatable {
     init(path: String, size: Int, head: [UInt8]) throws {
         self.path = path
         self.size = size
-        self.headSHA256 = try SHA256.hex(head)
+        self.headSHA256 = try SHA256Hasher.hex(head)
     }
 
     var json: JSONValue {

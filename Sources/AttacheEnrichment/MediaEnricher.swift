@@ -498,7 +498,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let ext = rendered.format.fileExtension
         // What is stored is hashed here (a body stored as it came only now, never while it
         // downloaded), off the cooperative pool.
-        let sha256 = try await services.pool.run { _ in try SHA256.hex(rendered.main) }
+        let sha256 = try await services.pool.run { _ in try SHA256Hasher.hex(rendered.main) }
         let main = try await store.put(rendered.main, fileExtension: ext, sha256: sha256, file: rendered.original?.path, deadline: deadline)
         var thumbnail: StoredMedia?
         if let image = rendered.thumbnail {

@@ -14,7 +14,7 @@ import Glibc
 /// recorded.
 enum SharedResults {
     static func name(for key: String) throws -> String {
-        "\(try SHA256.hex(Array(key.utf8))).json"
+        "\(try SHA256Hasher.hex(Array(key.utf8))).json"
     }
 
     static func now() -> Int { Int(time(nil)) }

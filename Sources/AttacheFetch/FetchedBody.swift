@@ -33,7 +33,7 @@ public final class FetchedBody: @unchecked Sendable {
     /// the bytes arrived cost every 9 MP JPEG 5 ms of a service's CPU for a name that its display
     /// copy, not the body, is stored under. Blocks: call it off the cooperative pool.
     public func sha256() throws -> String {
-        try body.withUnsafeBytes { try SHA256.hex($0) }
+        try body.withUnsafeBytes { try SHA256Hasher.hex($0) }
     }
 
     /// Prepares for a body whose length the server declared: memory reserved when it will stay

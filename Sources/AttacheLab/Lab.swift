@@ -188,7 +188,7 @@ public final class Lab: Sendable {
     /// The developer's own media, fetched once (through the address policy, as a run would) and
     /// served by the origin, so a fault can be put on it.
     private func stage(_ url: String) async throws -> String {
-        let name = try SHA256.hex(Array(url.utf8)).prefix(32) + "." + Self.fileExtension(of: url)
+        let name = try SHA256Hasher.hex(Array(url.utf8)).prefix(32) + "." + Self.fileExtension(of: url)
         let path = originRoot + "/staged/" + name
         if (try? RegularFile(path)) == nil {
             let request = FetchRequest(url: url, maxBytes: enrichment.services.configuration.limits.videoBytes)

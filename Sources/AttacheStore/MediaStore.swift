@@ -31,7 +31,7 @@ extension MediaStore {
     /// Hashes the bytes itself; for callers without a deadline of their own, 30 s.
     public func put(_ bytes: [UInt8], fileExtension: String,
                     deadline: ContinuousClock.Instant = .now + .seconds(30)) async throws -> StoredMedia {
-        try await put(bytes, fileExtension: fileExtension, sha256: try SHA256.hex(bytes), file: nil, deadline: deadline)
+        try await put(bytes, fileExtension: fileExtension, sha256: try SHA256Hasher.hex(bytes), file: nil, deadline: deadline)
     }
 }
 

@@ -111,7 +111,7 @@ public struct S3Store: MediaStore {
 
     public func putRecord(_ bytes: [UInt8], named name: String, deadline: ContinuousClock.Instant) async throws {
         let key = "\(location.prefix)results/\(name)"
-        var request = signed(objectURL(key), .put, payloadSHA256: try SHA256.hex(bytes))
+        var request = signed(objectURL(key), .put, payloadSHA256: try SHA256Hasher.hex(bytes))
         request.upload = .bytes(bytes)
         request.headers.append("Content-Type: application/json")
         do {

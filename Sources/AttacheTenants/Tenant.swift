@@ -73,7 +73,7 @@ public enum TenantToken {
 
     /// `sha256:<hex>` of a token.
     public static func hashLine(_ token: String) -> String {
-        hashPrefix + ((try? SHA256.hex(Array(token.utf8))) ?? "")
+        hashPrefix + ((try? SHA256Hasher.hex(Array(token.utf8))) ?? "")
     }
 
     /// The digest of `sha256:<64 hex>`, or nil.

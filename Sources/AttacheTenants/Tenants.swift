@@ -52,7 +52,7 @@ public final class Tenants: Sendable {
     /// The tenant a bearer token belongs to: its SHA-256 compared in constant time with every hash
     /// of every tenant (the loop does not stop at a match).
     public func tenant(token: some Collection<UInt8>) -> Tenant? {
-        guard !token.isEmpty, let digest = try? SHA256.hash(Array(token)) else { return nil }
+        guard !token.isEmpty, let digest = try? SHA256Hasher.hash(Array(token)) else { return nil }
         var found: Tenant?
         for tenant in all {
             for hash in tenant.tokenHashes where constantTimeEqual(hash, digest) { found = tenant }

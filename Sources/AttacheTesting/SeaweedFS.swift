@@ -42,7 +42,7 @@ public final class SeaweedFS: Sendable {
         try await Self.threads.run { _ in
             // The bucket (no body: a CreateBucket body would be its XML configuration), then an object.
             // S3 wants the payload's hash in x-amz-content-sha256, which curl 7.88 does not add.
-            let object = ["--data-binary", "x", "-H", "x-amz-content-sha256: \(try SHA256.hex(Array("x".utf8)))"]
+            let object = ["--data-binary", "x", "-H", "x-amz-content-sha256: \(try SHA256Hasher.hex(Array("x".utf8)))"]
             for (url, body) in [("\(endpoint)/\(name)", [String]()), ("\(endpoint)/\(name)/warm-up", object)] {
                 let pid = try spawn(["/usr/bin/curl", "-sSf", "--max-time", "60", "--retry", "60", "--retry-all-errors",
                                      "--retry-delay", "1", "--retry-max-time", "60", "-X", "PUT"] + body

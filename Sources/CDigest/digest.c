@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <openssl/sha.h>
 #include "attache_digest.h"
 
@@ -37,27 +36,22 @@ static void load(void) {
     loaded = 1;
 }
 
-attache_sha256 *attache_sha256_new(char *message, size_t size) {
+_Static_assert(sizeof(SHA256_CTX) <= sizeof(attache_sha256), "attache_sha256 holds a SHA256_CTX");
+_Static_assert(_Alignof(SHA256_CTX) <= _Alignof(attache_sha256), "attache_sha256 is aligned for a SHA256_CTX");
+
+int attache_sha256_init(attache_sha256 *state, char *message, size_t size) {
     pthread_once(&once, load);
     if (!loaded) {
         if (message && size) snprintf(message, size, "%s", failure);
-        return NULL;
+        return 0;
     }
-    SHA256_CTX *context = malloc(sizeof *context);
-    if (!context || lib.SHA256_Init(context) != 1) {
-        free(context);
-        if (message && size) snprintf(message, size, "libcrypto could not start a SHA-256");
-        return NULL;
-    }
-    return (attache_sha256 *)context;
+    return lib.SHA256_Init((SHA256_CTX *)state);
 }
 
-int attache_sha256_update(attache_sha256 *hasher, const void *bytes, size_t count) {
-    return lib.SHA256_Update((SHA256_CTX *)hasher, bytes, count);
+int attache_sha256_update(attache_sha256 *state, const void *bytes, size_t count) {
+    return lib.SHA256_Update((SHA256_CTX *)state, bytes, count);
 }
 
-int attache_sha256_final(attache_sha256 *hasher, unsigned char out[32]) {
-    return lib.SHA256_Final(out, (SHA256_CTX *)hasher);
+int attache_sha256_final(attache_sha256 *state, unsigned char out[32]) {
+    return lib.SHA256_Final(out, (SHA256_CTX *)state);
 }
-
-void attache_sha256_free(attache_sha256 *hasher) { free(hasher); }

@@ -210,7 +210,7 @@ import AttacheOrigin
             let result = try await fetch(engine, origin.url("/media.bin")).get()
             #expect(result.body.path != nil)
             #expect(try result.body.readAll() == Self.body)
-            #expect(try result.body.sha256() == SHA256.hex(Self.body))  // hashed from its file, when asked
+            #expect(try result.body.sha256() == SHA256Hasher.hex(Self.body))  // hashed from its file, when asked
             #expect(listDirectory(directory).count == 1)
         }
         #expect(listDirectory(directory).isEmpty)

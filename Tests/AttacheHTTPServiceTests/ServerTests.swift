@@ -202,7 +202,7 @@ let fcmPayload = #"{"aps":{"alert":"x","mutable-content":1},"fcm_options":{"imag
             for i in buffer.indices { buffer[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) }
             count = buffer.count
         }
-        let name = "\(try SHA256.hex(bytes)).mp4"
+        let name = "\(try SHA256Hasher.hex(bytes)).mp4"
         try writeFileAtomically("\(h.mediaDirectory)/\(name)", bytes)
         try await h.app.test(.router) { client in
             try await client.execute(uri: "/media/\(name)", method: .get) { r in

@@ -14,7 +14,7 @@ import Glibc
         ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
     ])
     func sha256(_ text: String, _ hex: String) throws {
-        #expect(try SHA256.hex(Array(text.utf8)) == hex)
+        #expect(try SHA256Hasher.hex(Array(text.utf8)) == hex)
     }
 
     @Test func namesAreTheContentsHashAndStoringTwiceIsHarmless() async throws {
@@ -22,7 +22,7 @@ import Glibc
         let store = try FileStore(directory: "\(dir)/media", publicBaseURL: "https://cdn.example.com/m/")
         let bytes = Array("picture".utf8)
         let first = try await store.put(bytes, fileExtension: "jpg")
-        #expect(try first.name == "\(SHA256.hex(bytes)).jpg")
+        #expect(try first.name == "\(SHA256Hasher.hex(bytes)).jpg")
         #expect(first.url == "https://cdn.example.com/m/\(first.name)")
         #expect(try await store.put(bytes, fileExtension: "jpg") == first)
         #expect(try readFile("\(dir)/media/\(first.name)") == bytes)
@@ -36,23 +36,23 @@ import Glibc
         let bytes = [UInt8](repeating: 7, count: 100_000)
         try writeFileAtomically("\(dir)/body", bytes)
         let store = try FileStore(directory: "\(dir)/media")
-        let stored = try await store.put(bytes, fileExtension: "gif", sha256: try SHA256.hex(bytes), file: "\(dir)/body", deadline: .now + .seconds(5))
+        let stored = try await store.put(bytes, fileExtension: "gif", sha256: try SHA256Hasher.hex(bytes), file: "\(dir)/body", deadline: .now + .seconds(5))
         var a = stat(), b = stat()
         #expect(stat("\(dir)/body", &a) == 0 && stat("\(dir)/media/\(stored.name)", &b) == 0)
         #expect(a.st_ino == b.st_ino)
         #expect(b.st_mode & 0o777 == 0o644)
         // Without a usable file (gone, say), the bytes are written instead.
         let other = [UInt8](repeating: 8, count: 10)
-        let written = try await store.put(other, fileExtension: "gif", sha256: try SHA256.hex(other), file: "\(dir)/missing", deadline: .now + .seconds(5))
+        let written = try await store.put(other, fileExtension: "gif", sha256: try SHA256Hasher.hex(other), file: "\(dir)/missing", deadline: .now + .seconds(5))
         #expect(try readFile("\(dir)/media/\(written.name)") == other)
     }
 
     @Test func hashingInPiecesEqualsHashingWhole() throws {
         let bytes = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let hasher = try SHA256()
+        var hasher = try SHA256Hasher()
         for chunk in stride(from: 0, to: bytes.count, by: 777) { hasher.update(Array(bytes[chunk..<min(bytes.count, chunk + 777)])) }
-        #expect(try hasher.hex == SHA256.hex(bytes))
-        #expect(try hasher.finalize() == SHA256.hash(bytes))  // finalize twice: the same digest
+        #expect(try hasher.hex == SHA256Hasher.hex(bytes))
+        #expect(try hasher.finalize() == SHA256Hasher.hash(bytes))  // finalize twice: the same digest
     }
 
     @Test func withoutABaseURLItIsAFileURL() async throws {

@@ -27,7 +27,7 @@ import Testing
             defer { engine.shutdown() }
             let bytes = Fixtures.bytes("photo.jpg")
             let stored = try await store.put(bytes, fileExtension: "jpg", deadline: .now + .seconds(10))
-            #expect(try stored.name == "\(SHA256.hex(bytes)).jpg")
+            #expect(try stored.name == "\(SHA256Hasher.hex(bytes)).jpg")
             #expect(stored.url == "\(server.endpoint)/attache-test/media/\(stored.name)")
             let fetched = try await download(stored.url)
             #expect(try fetched.body.readAll() == bytes)
@@ -48,11 +48,11 @@ import Testing
             let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) }
             let file = try makeTempDirectory() + "/body"
             try writeFileAtomically(file, bytes)
-            let stored = try await store.put([], fileExtension: "gif", sha256: try SHA256.hex(bytes), file: file,
+            let stored = try await store.put([], fileExtension: "gif", sha256: try SHA256Hasher.hex(bytes), file: file,
                                              deadline: .now + .seconds(10))
             #expect(try await download(stored.url).body.readAll() == bytes)
             await #expect(throws: StoreError.self) {
-                try await store.put([], fileExtension: "gif", sha256: try SHA256.hex([1]), file: file + ".gone",
+                try await store.put([], fileExtension: "gif", sha256: try SHA256Hasher.hex([1]), file: file + ".gone",
                                     deadline: .now + .seconds(10))
             }
         }
@@ -64,7 +64,7 @@ import Testing
             defer { engine.shutdown() }
             let bytes = Array("never stored".utf8)
             await #expect(throws: StoreError.self) { try await store.put(bytes, fileExtension: "png", deadline: .now + .seconds(10)) }
-            await #expect(throws: FetchError.self) { try await download("\(server.endpoint)/attache-test/media/\(try SHA256.hex(bytes)).png") }
+            await #expect(throws: FetchError.self) { try await download("\(server.endpoint)/attache-test/media/\(try SHA256Hasher.hex(bytes)).png") }
             #expect(await store.unavailability() != nil)
         }
     }

@@ -5,14 +5,15 @@
 #define ATTACHE_DIGEST_H
 #include <stddef.h>
 
-typedef struct attache_sha256 attache_sha256;
+/// A hasher's whole state, a plain value (libcrypto's SHA256_CTX inside): copied, it goes on
+/// from where it was.
+typedef struct { unsigned long long words[16]; } attache_sha256;
 
-/// A hasher, or NULL with the reason in `message` (libcrypto missing, or out of memory).
-attache_sha256 *attache_sha256_new(char *message, size_t size);
+/// Starts a hash in `state`: 1, or 0 with the reason in `message` (libcrypto missing).
+int attache_sha256_init(attache_sha256 *state, char *message, size_t size);
 /// 1 when the bytes were taken in.
-int attache_sha256_update(attache_sha256 *hasher, const void *bytes, size_t count);
-/// 1 with the 32-byte digest in `out`.
-int attache_sha256_final(attache_sha256 *hasher, unsigned char out[32]);
-void attache_sha256_free(attache_sha256 *hasher);
+int attache_sha256_update(attache_sha256 *state, const void *bytes, size_t count);
+/// 1 with the 32-byte digest in `out`; `state` is spent.
+int attache_sha256_final(attache_sha256 *state, unsigned char out[32]);
 
 #endif

@@ -1,12 +1,11 @@
 import CDigest
 
 /// SHA-256 by OpenSSL (libcrypto's SHA256_* functions, loaded on first use: CDigest), incremental or
-/// over a whole buffer (a mapped body), without its hand-written predecessor's copy to pad it.
-/// One hasher per body; not for use from two threads at once. libcrypto failing (missing, or out
-/// of memory) is an error for the caller, never a crash.
-public final class SHA256: @unchecked Sendable {
-    private let hasher: OpaquePointer
-    private var digest: [UInt8]?
+/// over a whole buffer (a mapped body). A value: a copy goes on from where the original was, and
+/// each may be used on its own thread. libcrypto failing (missing) is an error for the caller,
+/// never a crash. (Named apart from swift-crypto's `SHA256`, which the relay's code imports too.)
+public struct SHA256Hasher: Sendable {
+    private var state = attache_sha256()
 
     public struct Failure: Error, CustomStringConvertible {
         public var reason = "libcrypto could not compute a SHA-256"
@@ -15,32 +14,25 @@ public final class SHA256: @unchecked Sendable {
 
     public init() throws {
         var message = [CChar](repeating: 0, count: 160)
-        guard let hasher = attache_sha256_new(&message, message.count) else {
+        guard attache_sha256_init(&state, &message, message.count) == 1 else {
             throw Failure(reason: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
-        self.hasher = hasher
     }
 
-    deinit {
-        attache_sha256_free(hasher)
-    }
-
-    public func update(_ bytes: UnsafeRawBufferPointer) {
-        precondition(digest == nil, "SHA256.update after finalize")
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        _ = attache_sha256_update(hasher, base, bytes.count)
+        _ = attache_sha256_update(&state, base, bytes.count)
     }
 
-    public func update(_ bytes: [UInt8]) {
+    public mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
     }
 
-    /// The 32-byte digest (computed once; later calls return it again).
+    /// The 32-byte digest of what was taken in so far (the hasher can go on taking more).
     public func finalize() throws -> [UInt8] {
-        if let digest { return digest }
+        var spent = state
         var out = [UInt8](repeating: 0, count: 32)
-        guard attache_sha256_final(hasher, &out) == 1 else { throw Failure() }
-        digest = out
+        guard attache_sha256_final(&spent, &out) == 1 else { throw Failure() }
         return out
     }
 
@@ -49,7 +41,7 @@ public final class SHA256: @unchecked Sendable {
     }
 
     public static func hash(_ data: UnsafeRawBufferPointer) throws -> [UInt8] {
-        let hasher = try SHA256()
+        var hasher = try SHA256Hasher()
         hasher.update(data)
         return try hasher.finalize()
     }
