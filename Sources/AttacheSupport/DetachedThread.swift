@@ -5,7 +5,7 @@ import Glibc
 /// Starts a plain OS thread that runs `body` once. Used for the loops that block in C
 /// (curl_multi_poll, accept, decoders) so they never sit on Swift's cooperative pool.
 public func startDetachedThread(name: String, _ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {  // immutable after init
+    final class Box: Sendable {
         let body: @Sendable () -> Void
         let name: String
         init(_ name: String, _ body: @escaping @Sendable () -> Void) {

@@ -3,8 +3,7 @@ import Synchronization
 /// Hands values from one thread to another, at most `capacity` ahead: the producer blocks while
 /// that many wait to be taken. Either side may `close` it (the consumer on an error of its own),
 /// which wakes the other: `put` then refuses, and `take` gives what is left, then nil.
-// @unchecked: both queues are thread-safe, and `closed` is atomic.
-public final class Handoff<Element>: @unchecked Sendable {
+public final class Handoff<Element>: Sendable {
     private let items = BlockingQueue<Box>()
     private let room = BlockingQueue<Bool>()
     private let closed = Atomic<Bool>(false)

@@ -1,5 +1,6 @@
 import AttacheSupport
 import CSpawn
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,11 +8,12 @@ import Glibc
 /// A real server a process-level test starts (SeaweedFS, NATS): a child process with a temp
 /// directory of its own, ready once its HTTP port answers, stopped by `stop()` or when released
 /// (its directory removed either way).
-final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(), which is idempotent
+final class ServerProcess: Sendable {
     let directory: String
     /// The free ports it was started on (`ports` of them, chosen here).
     let ports: [Int]
-    private var pid: pid_t
+    /// 0 once stopped: whoever takes the pid first stops the process.
+    private let pid: Atomic<pid_t>
 
     /// Starts the program `arguments(ports)` names, on `ports` free loopback ports, with its output
     /// in DIRECTORY/`log`, and waits up to `within` for `readyPort(ports)` to answer HTTP; stops it
@@ -35,7 +37,7 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
                 exited = waitpid(pid, &status, WNOHANG) == pid
                 if answers && !exited {
                     self.ports = ports
-                    self.pid = pid
+                    self.pid = Atomic(pid)
                     return
                 }
                 if !exited { usleep(100_000) }
@@ -52,9 +54,9 @@ final class ServerProcess: @unchecked Sendable {  // pid changes only in stop(),
 
     /// Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its directory.
     func stop() {
+        let pid = self.pid.exchange(0, ordering: .acquiringAndReleasing)
         guard pid > 0 else { return }
         terminate(pid)
-        pid = 0
         removeTree(directory)
     }
 
