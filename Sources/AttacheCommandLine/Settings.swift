@@ -19,7 +19,7 @@ extension SettingsSource {
     public func origin(of variable: String) -> SettingSource { .environment }
 }
 
-/// The environment as getenv sees it: no Foundation, so the CLI starts as fast as before.
+/// The environment as getenv sees it: without Foundation, whose loading would slow every command's start.
 public struct ProcessEnvironment: SettingsSource {
     public init() {}
     public func value(of variable: String) -> String? { environment(variable) }

@@ -10,7 +10,7 @@ struct AttacheCommand: AsyncParsableCommand {
         // Each subcommand sets its commandName: derived, ArgumentParser would spell it with
         // String(describing:), whose dynamic casts scan every conformance record of the static
         // binary at start-up.
-        subcommands: [Enrich.self, Serve.self, Worker.self, Relay.self, Lab.self, Config.self, TenantsCommand.self, Batch.self, Timeline.self, Probe.self, Convert.self, Fetch.self, Origin.self, Thumbnail.self]
+        subcommands: [EnrichCommand.self, ServeCommand.self, WorkerCommand.self, RelayCommand.self, LabCommand.self, ConfigCommand.self, TenantsCommand.self, BatchCommand.self, TimelineCommand.self, ProbeCommand.self, ConvertCommand.self, FetchCommand.self, OriginCommand.self, ThumbnailCommand.self]
     )
 
     static func main() async {

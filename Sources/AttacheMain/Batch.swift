@@ -10,7 +10,7 @@ import Synchronization
 import Glibc
 #endif
 
-struct Batch: AsyncParsableCommand {
+struct BatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Pre-process the media of many payloads: JSON Lines or a directory in, payloads to send out, in order.",
@@ -106,12 +106,12 @@ struct Batch: AsyncParsableCommand {
     }
 }
 
-func parseShard(_ text: String) throws -> Batch.Shard {
+func parseShard(_ text: String) throws -> BatchCommand.Shard {
     let parts = text.split(separator: "/")
     guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, i >= 0, i < n else {
         throw ValidationError("--shard is I/N with 0 <= I < N, e.g. 0/4")
     }
-    return Batch.Shard(index: i, count: n)
+    return BatchCommand.Shard(index: i, count: n)
 }
 
 /// A progress bar on a terminal, a plain line every few seconds otherwise, and a summary.

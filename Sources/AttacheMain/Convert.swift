@@ -4,7 +4,7 @@ import AttacheMedia
 import AttachePayload
 import AttacheSupport
 
-struct Convert: AsyncParsableCommand {
+struct ConvertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
         abstract: "Make a movie, sound or animation the device does not play into one it does (the pipeline's own conversion), and print what was done as JSON.",

@@ -12,7 +12,7 @@ import Synchronization
 import Glibc
 #endif
 
-struct Enrich: AsyncParsableCommand {
+struct EnrichCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enrich",
         abstract: "Enrich one push payload: fetch, validate and thumbnail its media, print the payload to send.",

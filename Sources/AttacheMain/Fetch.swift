@@ -5,7 +5,7 @@ import AttacheEnrichment
 import AttacheFetch
 import Logging
 
-struct Fetch: AsyncParsableCommand {
+struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fetch",
         abstract: "Download URLs at once through Attache's fetch engine (the same policy and limits enrich uses).",

@@ -6,7 +6,7 @@ import AttachePayload
 import Glibc
 #endif
 
-struct Origin: AsyncParsableCommand {
+struct OriginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "origin",
         abstract: "Serve a folder of media on loopback with faults chosen per request (for tests, demos, timing).",
@@ -41,7 +41,7 @@ struct Origin: AsyncParsableCommand {
                 byPath[member.key] = OriginFault.parameters(query)
             }
         }
-        let origin = try AttacheOrigin.Origin(configuration: .init(host: host, port: port, root: root, faults: byPath))
+        let origin = try Origin(configuration: .init(host: host, port: port, root: root, faults: byPath))
         writeStdout(Array("origin listening on http://\(host):\(origin.port)\n".utf8))
         while true { sleep(3600) }
     }

@@ -4,7 +4,7 @@ import AttacheMedia
 import AttacheSupport
 import AttachePayload
 
-struct Probe: AsyncParsableCommand {
+struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
         abstract: "Print what a movie or sound file is and whether iOS attaches it, as JSON (the pipeline's own probe).",

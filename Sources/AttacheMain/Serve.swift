@@ -22,7 +22,7 @@ extension ServiceCommand {
     }
 }
 
-struct Serve: ServiceCommand {
+struct ServeCommand: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the enrichment service that push pipelines call per message.",
@@ -34,7 +34,7 @@ struct Serve: ServiceCommand {
     var arguments: [String] = []
 }
 
-struct Worker: ServiceCommand {
+struct WorkerCommand: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Take payloads off a NATS JetStream stream and publish one enriched payload per payload.",
@@ -46,7 +46,7 @@ struct Worker: ServiceCommand {
     var arguments: [String] = []
 }
 
-struct Relay: ServiceCommand {
+struct RelayCommand: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
         abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",
@@ -58,7 +58,7 @@ struct Relay: ServiceCommand {
     var arguments: [String] = []
 }
 
-struct Lab: ServiceCommand {
+struct LabCommand: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "lab",
         abstract: "Open a page in the browser that runs a payload through the enrichment live: its timeline, result, device previews and a deadline sweep.",
@@ -84,7 +84,7 @@ struct TenantsCommand: ServiceCommand {
 }
 
 /// Reads the settings with the long-running commands' own code, which lives in attache-serve.
-struct Config: ServiceCommand {
+struct ConfigCommand: ServiceCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Print the settings a command would run with, each with its value and its source.",
@@ -98,7 +98,7 @@ struct Config: ServiceCommand {
 
 enum ServerLauncher {
     static let name = "attache-serve"
-    static let commands: [any ServiceCommand.Type] = [Serve.self, Worker.self, Relay.self, Lab.self, Config.self, TenantsCommand.self]
+    static let commands: [any ServiceCommand.Type] = [ServeCommand.self, WorkerCommand.self, RelayCommand.self, LabCommand.self, ConfigCommand.self, TenantsCommand.self]
 
     /// Replaces this process with attache-serve; returns only by exiting with an error.
     static func exec(_ arguments: [String]) -> Never {

@@ -4,7 +4,7 @@ import AttacheIsolation
 import AttacheMedia
 import AttacheSupport
 
-struct Thumbnail: AsyncParsableCommand {
+struct ThumbnailCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "thumbnail",
         abstract: "Validate a media file and write its thumbnail (the pipeline's own code; used by the benchmarks).",

@@ -6,7 +6,7 @@ import AttachePayload
 import AttacheTimeline
 import Logging
 
-struct Timeline: AsyncParsableCommand {
+struct TimelineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timeline",
         abstract: "Enrich one payload with full tracing and draw its timeline; or sweep deadlines to find the budget it needs.",

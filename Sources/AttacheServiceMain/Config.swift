@@ -6,7 +6,7 @@ import AttacheEnrichment
 /// `attache config`: the configuration a command would run with — every setting, its value and
 /// where it came from — read by the very code that command runs (`Serve.configure`,
 /// `Worker.configure`, the enrichment options), so that what it prints cannot drift from what runs.
-struct Config: AsyncParsableCommand {
+struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache config",
         abstract: "Print the settings a command would run with, each with its value and its source.",
@@ -31,10 +31,10 @@ struct Config: AsyncParsableCommand {
     func run() async throws {
         let record = SettingsRecord()
         switch command {
-        case .serve: _ = try await Serve.parse(arguments).setUp(recording: record)
-        case .worker: _ = try await Worker.parse(arguments).setUp(recording: record)
-        case .relay: _ = try await Relay.parse(arguments).setUp(recording: record)
-        case .lab: _ = try await Lab.parse(arguments).setUp(recording: record)
+        case .serve: _ = try await ServeCommand.parse(arguments).setUp(recording: record)
+        case .worker: _ = try await WorkerCommand.parse(arguments).setUp(recording: record)
+        case .relay: _ = try await RelayCommand.parse(arguments).setUp(recording: record)
+        case .lab: _ = try await LabCommand.parse(arguments).setUp(recording: record)
         case .enrich:
             // What the one-shot commands read: the environment as they see it (no file).
             let settings = Settings(ProcessEnvironment(), record: record)

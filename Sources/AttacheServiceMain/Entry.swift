@@ -7,17 +7,17 @@ enum Entry {
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "worker" {
-            await Worker.main(Array(arguments.dropFirst()))
+            await WorkerCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "relay" {
-            await Relay.main(Array(arguments.dropFirst()))
+            await RelayCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "lab" {
-            await Lab.main(Array(arguments.dropFirst()))
+            await LabCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "tenants" {
             await TenantsCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "config" {
-            await Config.main(Array(arguments.dropFirst()))
+            await ConfigCommand.main(Array(arguments.dropFirst()))
         } else {
-            await Serve.main(arguments)
+            await ServeCommand.main(arguments)
         }
     }
 }

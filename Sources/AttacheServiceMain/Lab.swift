@@ -8,7 +8,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-struct Lab: LongRunningCommand {
+struct LabCommand: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache lab",
         abstract: "Open a page in the browser that runs a payload through the enrichment live: its timeline, result, device previews and a deadline sweep.",
@@ -94,7 +94,7 @@ struct Lab: LongRunningCommand {
         if setup.lab.port == 0 { setup.lab.port = try freePort(host: setup.lab.host) }
         let address = setup.lab.host.contains(":") ? "[\(setup.lab.host)]" : setup.lab.host
         let url = "http://\(address):\(setup.lab.port)"
-        let lab = try AttacheLab.Lab(configuration: setup.lab, options: setup.options, publicBase: url, logger: logger)
+        let lab = try Lab(configuration: setup.lab, options: setup.options, publicBase: url, logger: logger)
         defer { lab.shutdown() }
         let open = self.open
         let app = buildLabApplication(lab: lab, logger: logger) { _ in

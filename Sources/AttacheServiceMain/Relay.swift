@@ -10,7 +10,7 @@ import AttacheTenants
 import Logging
 import ServiceLifecycle
 
-struct Relay: LongRunningCommand {
+struct RelayCommand: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache relay",
         abstract: "Accept APNs and FCM send requests, enrich their payloads, and forward them to Apple or Google.",

@@ -17,7 +17,7 @@ internal import CMalloc
 import Glibc
 #endif
 
-struct Serve: LongRunningCommand {
+struct ServeCommand: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache serve",
         abstract: "Run the enrichment service that push pipelines call per message.",

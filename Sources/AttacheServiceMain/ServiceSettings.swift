@@ -50,10 +50,10 @@ extension Settings {
     /// source that answers nothing (every `ATTACHE_*` read is unconditional, so each is asked for).
     static let longRunningSettings: Set<String> = {
         let names = NameCollector()
-        _ = try? Serve.parse([]).configure(Settings(names))
-        _ = try? Worker.parse([]).configure(Settings(names))
-        _ = try? Relay.parse([]).configure(Settings(names))
-        _ = try? Lab.parse([]).configure(Settings(names))
+        _ = try? ServeCommand.parse([]).configure(Settings(names))
+        _ = try? WorkerCommand.parse([]).configure(Settings(names))
+        _ = try? RelayCommand.parse([]).configure(Settings(names))
+        _ = try? LabCommand.parse([]).configure(Settings(names))
         return names.asked.withLock { $0 }.union(["ATTACHE_CONFIG_FILE"])
     }()
 }

@@ -9,7 +9,7 @@ import AttacheTenants
 import Logging
 import ServiceLifecycle
 
-struct Worker: LongRunningCommand {
+struct WorkerCommand: LongRunningCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache worker",
         abstract: "Take payloads off a NATS JetStream stream, enrich each, and publish one payload out per payload in.",

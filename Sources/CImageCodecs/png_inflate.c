@@ -200,7 +200,7 @@ static const char *inflate_rows(attache_idat_feed *f, z_stream *z) {
             else if (rc != Z_OK) return z->msg ? z->msg : "invalid IDAT data";
         }
     }
-    static const uint8_t adler[4] = { 0 };  // not checked (libpng is told to ignore it, as before)
+    static const uint8_t adler[4] = { 0 };  // not checked: libpng is told to ignore it, as it would the real one
     if (!put(f, adler, sizeof adler, 1)) return "stopped";
     // Extra data after the rows in the real stream is tolerated, as libpng's warning does.
     const char *problem = check_tail(f, &c);
@@ -215,7 +215,7 @@ static void *run(void *context) {
     memset(&z, 0, sizeof z);
     const char *problem = inflateInit(&z) == Z_OK ? NULL : "out of memory";
     if (!problem) {
-        inflateValidate(&z, 0);  // the real stream's Adler-32 is not checked either, as before
+        inflateValidate(&z, 0);  // the real stream's Adler-32 is not checked either (png.c tells libpng to ignore it)
         problem = inflate_rows(f, &z);
         inflateEnd(&z);
     }

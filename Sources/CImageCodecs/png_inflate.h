@@ -17,7 +17,7 @@ typedef struct attache_idat_feed attache_idat_feed;
 
 /// Starts the inflate of the IDAT chunks that begin at `data + offset` (the first one's data;
 /// its length and type are the 8 bytes before), for `raw_length` bytes of filtered rows. NULL
-/// when this is not worth it or not possible (then libpng reads the real chunks as before):
+/// when this is not worth it or not possible (then libpng reads the real chunks itself):
 /// a stream too small to gain from a thread, or no thread. `release` is used by the feed's
 /// thread alone from here on.
 attache_idat_feed *attache_idat_feed_start(const uint8_t *data, size_t length, size_t offset, size_t raw_length,
