@@ -46,31 +46,29 @@ public struct AttachmentReport: Sendable, Equatable {
     public var outcome: AttachmentOutcome
     public var reason: Reason?
     public var message: String?
-    /// Tells failures of one reason apart where it matters: `decoder-crashed` (the decoder died on
-    /// the file, rather than refusing it), `decoder-cpu-limit`.
-    public var detail: String?
-    public var kind: String?
-    public var format: String?
+    /// Tells failures of one reason apart where it matters.
+    public var detail: FailureDetail?
+    public var kind: MediaKind?
+    public var format: MediaFormat?
     public var bytes: Int?
     public var httpStatus: Int?
     public var connectedIP: String?
     public var redirects: Int?
-    /// The format the media came in when what was attached is a conversion (`heic`, `webp`, …).
-    public var convertedFrom: String?
-    /// How a movie or sound was made playable (method, encoders, the seconds kept when cut), or
-    /// `{"pending": true}` when it was still being made as the payload went out.
-    public var conversion: JSONValue?
+    /// The format the media came in when what was attached is a conversion (HEIC, WebP, …).
+    public var convertedFrom: MediaFormat?
+    /// Where the conversion of a movie or sound into one iOS plays stood.
+    public var conversion: Conversion?
 
     /// The movie or sound was still being converted when the payload went out (its poster, or
     /// nothing, attached instead).
     public var conversionPending: Bool {
-        if case .object(let o)? = conversion, case .bool(true)? = o["pending"] { return true }
+        if case .pending? = conversion { return true }
         return false
     }
     /// The Android copy's URL, for an FCM send request.
     public var androidURL: String?
-    /// `hit`, `miss` or `shared` when a result cache is in use.
-    public var cache: String?
+    /// How the result came out of the cache, when one is in use.
+    public var cache: CacheEvent?
     public var timings = StageTimings()
 
     public init(id: String, source: String, outcome: AttachmentOutcome = .pending) {
@@ -86,19 +84,51 @@ public struct AttachmentReport: Sendable, Equatable {
         o["outcome"] = .string(outcome.description)
         o["reason"] = reason.map { .string($0.description) } ?? .null
         if let message { o["message"] = .string(message) }
-        if let detail { o["detail"] = .string(detail) }
-        o["kind"] = kind.map(JSONValue.string) ?? .null
-        o["format"] = format.map(JSONValue.string) ?? .null
+        if let detail { o["detail"] = .string(detail.rawValue) }
+        o["kind"] = kind.map { .string($0.rawValue) } ?? .null
+        o["format"] = format.map { .string($0.rawValue) } ?? .null
         o["bytes"] = bytes.map(JSONValue.int) ?? .null
-        if let convertedFrom { o["converted_from"] = .string(convertedFrom) }
-        if let conversion { o["conversion"] = conversion }
+        if let convertedFrom { o["converted_from"] = .string(convertedFrom.rawValue) }
+        if let conversion { o["conversion"] = conversion.json }
         if let androidURL { o["android_url"] = .string(androidURL) }
         if let httpStatus { o["http_status"] = .int(httpStatus) }
         if let connectedIP { o["connected_ip"] = .string(connectedIP) }
         if let redirects { o["redirects"] = .int(redirects) }
-        if let cache { o["cache"] = .string(cache) }
+        if let cache { o["cache"] = .string(cache.rawValue) }
         o["timings"] = timings.json
         return .object(o)
+    }
+}
+
+/// Tells failures of one reason apart where it matters.
+public enum FailureDetail: String, Sendable, Equatable, CustomStringConvertible {
+    /// The decoder process died on the file (a crash, a forbidden call), rather than refusing it.
+    case decoderCrashed = "decoder-crashed"
+    /// Decoding used more CPU than one job may.
+    case decoderCPULimit = "decoder-cpu-limit"
+    /// No decoder process could be started.
+    case decoderUnavailable = "decoder-unavailable"
+
+    public var description: String { rawValue }
+}
+
+/// Where the conversion of a movie or sound into a file iOS plays stood when the payload went out.
+public enum Conversion: Sendable, Equatable {
+    /// Still being made; the poster frame was attached meanwhile, or nothing was.
+    case pending(posterAttached: Bool)
+    /// Made: how (method, encoders, the seconds kept when cut), as the transcoder records it.
+    case made(JSONValue)
+
+    /// `{"pending": true}` (with `"attached": "poster"`), or the transcoder's record.
+    public var json: JSONValue {
+        switch self {
+        case .pending(let poster):
+            var o = JSONObject(["pending": .bool(true)])
+            if poster { o["attached"] = .string("poster") }
+            return .object(o)
+        case .made(let record):
+            return record
+        }
     }
 }
 
@@ -118,7 +148,7 @@ public enum CacheEvent: String, Sendable {
 extension AttachmentReport {
     /// Fetched for this payload (no cache, or a miss it computed itself).
     public var wasFetched: Bool {
-        cache.flatMap(CacheEvent.init(rawValue:)).map { $0 == .miss } ?? true
+        cache.map { $0 == .miss } ?? true
     }
 }
 

@@ -196,7 +196,7 @@ public struct BatchRunner: Sendable {
             entry["attachments"] = .array(r.attachments.map { a in
                 .object(JSONObject([
                     "id": .string(a.id), "source": .string(a.source), "outcome": .string(a.outcome.description),
-                    "reason": a.reason.map { .string($0.description) } ?? .null, "cache": a.cache.map(JSONValue.string) ?? .null,
+                    "reason": a.reason.map { .string($0.description) } ?? .null, "cache": a.cache.map { .string($0.rawValue) } ?? .null,
                 ]))
             })
         case .rejected(let error):

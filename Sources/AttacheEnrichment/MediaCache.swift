@@ -7,13 +7,13 @@ import Synchronization
 public struct CachedMedia: Sendable {
     /// The entry, with the id and options of the payload that first asked for it.
     public var entry: AttachmentEntry
-    public var kind: String
-    public var format: String
+    public var kind: MediaKind?
+    public var format: MediaFormat?
     public var bytes: Int
     /// Found in the store's shared results (another replica, or an earlier process, made it).
     public var fromStore = false
 
-    public init(entry: AttachmentEntry, kind: String, format: String, bytes: Int, fromStore: Bool = false) {
+    public init(entry: AttachmentEntry, kind: MediaKind?, format: MediaFormat?, bytes: Int, fromStore: Bool = false) {
         self.entry = entry
         self.kind = kind
         self.format = format

@@ -213,7 +213,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     /// Marks one attachment failed, and logs it (once: each attachment fails at most once).
-    private func fail(_ index: Int, _ reason: Reason, _ message: String, detail: String? = nil) {
+    private func fail(_ index: Int, _ reason: Reason, _ message: String, detail: FailureDetail? = nil) {
         let now = since()
         let (logger, report) = state.withLock { ($0.request?.logger, $0.reports[index]) }
         logger?.info("attachment failed", metadata: [
@@ -278,7 +278,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                     return finishAttached(index, entry)
                 }
                 update(index) { r in
-                    r.cache = (cached.fromStore && event == .miss ? CacheEvent.store : event).rawValue
+                    r.cache = cached.fromStore && event == .miss ? .store : event
                     if event != .miss || cached.fromStore {
                         r.kind = cached.kind
                         r.format = cached.format
@@ -290,7 +290,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             } else {
                 let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } }) {
                     let entry = try await self.fetchAndRender(media, index: index, deadline: deadline, offer: offer)
-                    return (CachedMedia(entry: entry, kind: "", format: "", bytes: 0), .miss)
+                    return (CachedMedia(entry: entry, kind: nil, format: nil, bytes: 0), .miss)
                 }
                 guard case .value(let made, _) = settled else {
                     entry = attachPoster(settled, media: media, index: index)
@@ -307,10 +307,10 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 fail(index, .timeout, "cancelled at the deadline")
                 // Said so that a caller that waits for conversions (batch, worker) knows to.
                 if converting.withLock({ $0 }) || cache?.isConverting(key) == true {
-                    update(index) { $0.conversion = .object(JSONObject(["pending": .bool(true)])) }
+                    update(index) { $0.conversion = .pending(posterAttached: false) }
                 }
             } else {
-                fail(index, reason, message, detail: (error as? MediaError)?.detail)
+                fail(index, reason, message, detail: (error as? MediaError)?.detail.map { FailureDetail($0) })
             }
         }
     }
@@ -335,7 +335,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
         let entry = try await fetchAndRender(media, index: index, deadline: deadline, offer: offer)
         let report = state.withLock { $0.reports[index] }
-        let made = CachedMedia(entry: entry, kind: report.kind ?? "", format: report.format ?? "", bytes: report.bytes ?? 0)
+        let made = CachedMedia(entry: entry, kind: report.kind, format: report.format, bytes: report.bytes ?? 0)
         // Best effort: without the record, other replicas only fetch again.
         try? await store.putRecord(SharedResults.encode(made, at: SharedResults.now()), named: name,
                                    deadline: storeDeadline(deadline, converted: report.conversion != nil))
@@ -396,7 +396,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     private func attachPoster(_ settled: Settled, media: MediaRequest, index: Int) -> AttachmentEntry {
         guard case .poster(let poster) = settled else { preconditionFailure("not a poster") }
         update(index) { r in
-            r.conversion = .object(JSONObject(["pending": .bool(true), "attached": .string("poster")]))
+            r.conversion = .pending(posterAttached: true)
         }
         return poster.entry.with(id: media.id, options: media.options)
     }
@@ -481,7 +481,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var entry = AttachmentEntry(
             id: media.id, url: main.url, type: rendered.uti, bytes: rendered.main.count,
             width: rendered.width, height: rendered.height, frames: rendered.frames, duration: rendered.duration,
-            thumbnail: thumbnailEntry, thumbhash: rendered.thumbhash, convertedFrom: rendered.convertedFrom?.rawValue,
+            thumbnail: thumbnailEntry, thumbhash: rendered.thumbhash, convertedFrom: rendered.convertedFrom,
             options: media.options
         )
         entry.androidURL = android?.url
@@ -535,8 +535,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     /// helper by descriptor), and the report's kind and format, as sniffed, before any decoding.
     private func load(_ fetched: FetchResult, format: MediaFormat, index: Int) async throws -> MappedBytes {
         update(index) { r in
-            r.kind = format.kind.rawValue
-            r.format = format.rawValue
+            r.kind = format.kind
+            r.format = format
         }
         return try await services.pool.run { _ in try fetched.body.body }
     }
@@ -571,7 +571,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             r.timings.inspect = inspectMs
             r.timings.renderStart = offset + inspectMs
             r.timings.render = max(renderMs, total - inspectMs)
-            r.convertedFrom = rendition.convertedFrom?.rawValue
+            r.convertedFrom = rendition.convertedFrom
         }
         if let display = rendition.display {
             return Rendered(main: display.bytes, format: display.format, uti: display.format.uti, width: display.width,
@@ -613,7 +613,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let facts = movie.facts
         let total = start.duration(to: .now).milliseconds
         update(index) { r in
-            r.kind = facts.kind.rawValue
+            r.kind = facts.kind
             r.timings.renderStart = offset
             r.timings.render = total
             if let converted = movie.converted {
@@ -621,8 +621,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 r.timings.render = max(0, total - converted.milliseconds)
                 r.timings.transcodeStart = offset + r.timings.render
                 r.timings.transcode = converted.milliseconds
-                r.convertedFrom = facts.format.rawValue
-                r.conversion = converted.json
+                r.convertedFrom = facts.format
+                r.conversion = .made(converted.json)
             }
         }
         if let converted = movie.converted {
@@ -641,7 +641,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         let entry = AttachmentEntry(id: media.id, url: stored.url, type: poster.format.uti, bytes: poster.bytes.count,
                                     width: poster.width, height: poster.height,
                                     thumbnail: .init(url: stored.url, width: poster.width, height: poster.height), options: media.options)
-        offer(.poster(CachedMedia(entry: entry, kind: MediaKind.image.rawValue, format: poster.format.rawValue, bytes: poster.bytes.count)))
+        offer(.poster(CachedMedia(entry: entry, kind: .image, format: poster.format, bytes: poster.bytes.count)))
     }
 }
 

@@ -31,6 +31,17 @@ extension Reason {
     }
 }
 
+extension FailureDetail {
+    /// What a report says of a media error's detail (exhaustive, as the reasons).
+    public init(_ detail: MediaError.Detail) {
+        switch detail {
+        case .decoderCrashed: self = .decoderCrashed
+        case .decoderCPULimit: self = .decoderCPULimit
+        case .decoderUnavailable: self = .decoderUnavailable
+        }
+    }
+}
+
 extension StageTimings {
     mutating func setFetch(_ t: FetchTimings) {
         (dns, connect, tls, firstByte, download) = t.stages

@@ -21,7 +21,7 @@ enum SharedResults {
 
     static func encode(_ media: CachedMedia, at time: Int) -> [UInt8] {
         JSONWriter.bytes(.object(JSONObject([
-            "version": .int(1), "time": .int(time), "kind": .string(media.kind), "format": .string(media.format),
+            "version": .int(1), "time": .int(time), "kind": media.kind.map { .string($0.rawValue) } ?? .null, "format": media.format.map { .string($0.rawValue) } ?? .null,
             "bytes": .int(media.bytes), "entry": media.entry.json(record: true),
         ])))
     }
@@ -31,8 +31,9 @@ enum SharedResults {
         guard let o = (try? JSONParser().parse(bytes))?.objectValue, o["version"]?.numberText == "1",
               let time = int(o["time"]), now - time >= 0, now - time < Int(timeToLive.seconds),
               let e = o["entry"]?.objectValue, let entry = AttachmentEntry(json: e),
-              let kind = o["kind"]?.stringValue, let format = o["format"]?.stringValue,
               let bytes = int(o["bytes"]) else { return nil }
+        let kind = o["kind"]?.stringValue.flatMap(MediaKind.init(rawValue:))
+        let format = o["format"]?.stringValue.flatMap(MediaFormat.init(rawValue:))
         return CachedMedia(entry: entry, kind: kind, format: format, bytes: bytes, fromStore: true)
     }
 

@@ -160,7 +160,7 @@ public final class DecoderPool: MediaDecoder, Sendable {
             }
             if helper == nil { helper = start(slot: slot) }
             guard let current = helper else {
-                job.finish(.failure(MediaError(.invalidMedia, "no decoder could be started", detail: "decoder-unavailable")))
+                job.finish(.failure(MediaError(.invalidMedia, "no decoder could be started", detail: .decoderUnavailable)))
                 continue
             }
             guard job.begin(on: current) else { continue }  // cancelled while queued
@@ -223,11 +223,11 @@ public final class DecoderPool: MediaDecoder, Sendable {
         ])
         switch signal {
         case SIGXCPU:
-            return MediaError(.limitsExceeded, "decoding used more than \(configuration.jobCPUSeconds) s of CPU", detail: "decoder-cpu-limit")
+            return MediaError(.limitsExceeded, "decoding used more than \(configuration.jobCPUSeconds) s of CPU", detail: .decoderCPULimit)
         case SIGSYS:
-            return MediaError(.invalidMedia, "the decoder made a forbidden system call and was killed (SIGSYS)", detail: "decoder-crashed")
+            return MediaError(.invalidMedia, "the decoder made a forbidden system call and was killed (SIGSYS)", detail: .decoderCrashed)
         default:
-            return MediaError(.invalidMedia, "the decoder crashed (\(helper.terminationDescription))", detail: "decoder-crashed")
+            return MediaError(.invalidMedia, "the decoder crashed (\(helper.terminationDescription))", detail: .decoderCrashed)
         }
     }
 }

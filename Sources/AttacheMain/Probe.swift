@@ -42,7 +42,7 @@ struct ProbeCommand: AsyncParsableCommand {
             writeStdout(JSONWriter.bytes(facts.json) + [0x0a])
         } catch let error as MediaError {
             var answer = JSONObject(["verdict": .string(error.code.description), "reason": .string(error.message)])
-            if let detail = error.detail { answer["detail"] = .string(detail) }
+            if let detail = error.detail { answer["detail"] = .string(detail.rawValue) }
             writeStdout(JSONWriter.bytes(.object(answer)) + [0x0a])
             throw ExitCode(1)
         }

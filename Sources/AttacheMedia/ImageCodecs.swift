@@ -1,6 +1,7 @@
 // The one Swift file that calls CImageCodecs (libjpeg-turbo, libpng, giflib, libwebp, libheif,
 // libavif, libjxl and pixel ops).
 internal import CImageCodecs
+import AttachePayload
 import AttacheSupport
 #if canImport(Glibc)
 import Glibc

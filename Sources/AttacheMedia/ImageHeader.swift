@@ -1,3 +1,5 @@
+import AttachePayload
+
 /// What an image's header says, read without decoding a pixel, so limits hold before any
 /// allocation the file could make us do.
 public struct ImageHeader: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import AttachePayload
+
 /// Why media cannot be attached: a code from a fixed set, and a message for people.
 public struct MediaError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
@@ -21,13 +23,24 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         public var description: String { base.rawValue }
     }
 
+    /// What a report adds to the code when it helps tell cases apart: the decoder process, not
+    /// the file, is why it failed.
+    public enum Detail: String, Sendable, CustomStringConvertible {
+        /// The decoder process died on the file (a crash, a forbidden call), rather than refusing it.
+        case decoderCrashed = "decoder-crashed"
+        /// Decoding used more CPU than one job may.
+        case decoderCPULimit = "decoder-cpu-limit"
+        /// No decoder process could be started.
+        case decoderUnavailable = "decoder-unavailable"
+
+        public var description: String { rawValue }
+    }
+
     public let code: Code
     public let message: String
-    /// What a report adds to the reason when it helps tell cases apart: `decoder-crashed` when
-    /// the decoder process died on the file rather than refusing it.
-    public let detail: String?
+    public let detail: Detail?
 
-    public init(_ code: Code, _ message: String, detail: String? = nil) {
+    public init(_ code: Code, _ message: String, detail: Detail? = nil) {
         self.code = code
         self.message = message
         self.detail = detail

@@ -1,3 +1,5 @@
+import AttachePayload
+
 /// What the first bytes of a download say, judged while the rest is still arriving (the fetch
 /// engine runs it once `Sniffer.prefixLength` bytes are in): anything Attache cannot attach or
 /// convert stops here, and each kind gets its own byte cap.

@@ -38,7 +38,7 @@ public struct EnrichmentMetrics: Sendable {
                 if let bytes = a.bytes { Counter(label: "attache_fetched_bytes_total", dimensions: t, factory: factory).increment(by: Int64(bytes)) }
             }
             if let cache = a.cache {
-                Counter(label: "attache_cache_total", dimensions: [("event", cache)] + t, factory: factory).increment()
+                Counter(label: "attache_cache_total", dimensions: [("event", cache.rawValue)] + t, factory: factory).increment()
             }
         }
     }

@@ -38,7 +38,7 @@ public struct AttachmentEntry: Sendable, Equatable {
     /// A ThumbHash (base64) of the image, for an app to show while the attachment loads.
     public var thumbhash: String?
     /// The format the media came in, when `url` is a conversion of it (`heic`, `webp`, …).
-    public var convertedFrom: String?
+    public var convertedFrom: MediaFormat?
     /// The Android copy made for an FCM send request; never in the APNs payload.
     public var androidURL: String?
     /// When `url` is a movie made of an animation: the animation as a GIF within Apple's image
@@ -48,7 +48,7 @@ public struct AttachmentEntry: Sendable, Equatable {
 
     public init(id: String, url: String, type: String, bytes: Int, width: Int? = nil, height: Int? = nil,
                 frames: Int? = nil, duration: Double? = nil, thumbnail: Thumbnail? = nil, thumbhash: String? = nil,
-                convertedFrom: String? = nil, options: MediaOptions = .init()) {
+                convertedFrom: MediaFormat? = nil, options: MediaOptions = .init()) {
         self.id = id
         self.url = url
         self.type = type
@@ -74,7 +74,7 @@ public struct AttachmentEntry: Sendable, Equatable {
         }
         self.init(id: o["id"]?.stringValue ?? "", url: url, type: type, bytes: bytes, width: int("width"), height: int("height"),
                   frames: int("frames"), duration: o["duration"]?.doubleValue, thumbnail: thumbnail,
-                  thumbhash: o["thumbhash"]?.stringValue, convertedFrom: o["converted-from"]?.stringValue)
+                  thumbhash: o["thumbhash"]?.stringValue, convertedFrom: o["converted-from"]?.stringValue.flatMap(MediaFormat.init(rawValue:)))
         androidURL = o["android-url"]?.stringValue
         if let g = o["gif"]?.objectValue {
             guard let url = g["url"]?.stringValue, let width = int("width", in: g), let height = int("height", in: g),
@@ -106,7 +106,7 @@ public struct AttachmentEntry: Sendable, Equatable {
             o["bytes"] = .int(bytes)
             if let frames { o["frames"] = .int(frames) }
             if let duration { o["duration"] = .double(duration) }
-            if let convertedFrom { o["converted-from"] = .string(convertedFrom) }
+            if let convertedFrom { o["converted-from"] = .string(convertedFrom.rawValue) }
         }
         if trim < 3 {
             if let width { o["width"] = .int(width) }

@@ -60,7 +60,7 @@ import Glibc
         let start = ContinuousClock.now
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, "spin") }
         #expect(error?.code == .limitsExceeded)
-        #expect(error?.detail == "decoder-cpu-limit")
+        #expect(error?.detail == .decoderCPULimit)
         // One CPU second, counted from the next whole second used: at most ~2 s of CPU, which a
         // loaded machine may stretch.
         #expect(start.duration(to: .now) < .seconds(10))

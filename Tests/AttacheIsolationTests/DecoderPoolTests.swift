@@ -181,7 +181,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         defer { pool.shutdown() }
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, call) }
         #expect(error?.code == .invalidMedia)
-        #expect(error?.detail == "decoder-crashed")
+        #expect(error?.detail == .decoderCrashed)
         #expect(error?.message.contains("SIGSYS") == true, "\(error?.message ?? "")")
         #expect(pool.crashes == 1)
         // Replaced: the next job is done by a fresh helper.
@@ -217,7 +217,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(await eventually { pool.busyPIDs == [pid] })  // the job was sent to it
         kill(pid, SIGSEGV)
         let error = await #expect(throws: MediaError.self) { try await job.value }
-        #expect(error?.detail == "decoder-crashed")
+        #expect(error?.detail == .decoderCrashed)
         #expect(error?.message.contains("SIGSEGV") == true, "\(error?.message ?? "")")
         #expect(pool.crashes == 1)
         let next = try await pool.image(Fixtures.bytes("alpha.png"), format: nil, options: options, limits: limits)

@@ -1,3 +1,4 @@
+import AttachePayload
 import AttacheSupport
 import AttacheTestTraits
 import AttacheTesting

@@ -1,3 +1,4 @@
+import AttachePayload
 import AttacheTesting
 import Testing
 @testable import AttacheMedia

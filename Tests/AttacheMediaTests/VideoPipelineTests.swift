@@ -1,3 +1,4 @@
+import AttachePayload
 import AttacheSupport
 import AttacheTesting
 import AttacheTestTraits

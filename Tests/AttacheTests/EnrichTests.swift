@@ -83,7 +83,7 @@ import Testing
         let hash = try #require(entry["thumbhash"]?.stringValue)
         #expect((28...44).contains(hash.count))  // ~25 bytes in base64
         let report = try #require(emission.report.attachments.first)
-        #expect((report.format, report.convertedFrom) == ("heic", "heic"))
+        #expect((report.format, report.convertedFrom) == (.heic, .heic))
     }
 
     /// Every converted kind through `enrich`: a JPEG, PNG or GIF with a thumbnail and a
@@ -106,7 +106,7 @@ import Testing
     @Test func thePlaceholderIsDroppedFirst() throws {
         let entry = AttachmentEntry(id: "a", url: "https://media.example/a.jpg", type: "public.jpeg", bytes: 1000, width: 10, height: 10,
                                     thumbnail: .init(url: "https://media.example/t.jpg", width: 5, height: 5),
-                                    thumbhash: String(repeating: "A", count: 36), convertedFrom: "heic")
+                                    thumbhash: String(repeating: "A", count: 36), convertedFrom: .heic)
         let full = JSONWriter.bytes(.array([entry.json()]))
         let root = JSONObject(["aps": .object(JSONObject(["alert": .string(String(repeating: "x", count: 100))]))])
         let budget = JSONWriter.bytes(.object(root)).count + full.count + 15 - 20  // "attachments": and a little less than all
@@ -430,7 +430,7 @@ import Testing
         #expect(entry["duration"]?.numberText == "3")
         #expect(entry["thumbnail-time"]?.numberText == "2")
         #expect(entry["thumbnail"]?.objectValue?["width"]?.numberText == "320")
-        #expect(emission.report.attachments.first?.kind == "video")
+        #expect(emission.report.attachments.first?.kind == .video)
     }
 
     @Test func aSoundIsAttachedWithoutAThumbnail() async throws {
@@ -468,7 +468,7 @@ import Testing
         #expect(entry["type"]?.stringValue == type)
         #expect(entry["converted-from"]?.stringValue == from)
         let report = try #require(emission.report.attachments.first)
-        #expect(report.conversion?.objectValue?["method"]?.stringValue == method)
+        #expect(report.conversion?.json.objectValue?["method"]?.stringValue == method)
         #expect(report.timings.spans.contains { $0.stage == "transcode" })
         let stored = try #require(entry["url"]?.stringValue)
         #expect(stored.hasPrefix("file://"))
@@ -519,7 +519,7 @@ struct RecordingHandler: LogHandler {
         // A hit needs no 600 ms, but a busy machine may take longer: what is checked is where it came from.
         let second = try await e.enrich(input, deadline: Fixtures.generousDeadline)
         #expect(second.outcome == .enriched)
-        #expect(second.report.attachments.first?.cache == "hit")
+        #expect(second.report.attachments.first?.cache == .hit)
         #expect(h.origin.statistics.requests == 1)
     }
 
@@ -536,7 +536,7 @@ struct RecordingHandler: LogHandler {
         // abandoned computation to end, if that is still unwinding, then start its own.)
         let second = try await e.enrich(input, deadline: Fixtures.generousDeadline)
         #expect(second.outcome == .enriched)
-        #expect(second.report.attachments.first?.cache == "miss")
+        #expect(second.report.attachments.first?.cache == .miss)
         #expect(e.services.cache?.statistics.misses == 2)  // started again: nothing was kept
         #expect(e.services.cache?.statistics.warmed == 0)
     }

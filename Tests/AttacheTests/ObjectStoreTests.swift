@@ -75,14 +75,14 @@ import Testing
             let a = try await first.enrich(input)
             first.shutdown()
             #expect(a.outcome == .enriched, "\(a.report.json)")
-            #expect(a.report.attachments.first?.cache == "miss")
+            #expect(a.report.attachments.first?.cache == .miss)
             #expect(h.origin.statistics.requests == 1)
 
             let second = try replica()
             defer { second.shutdown() }
             let b = try await second.enrich(input)
             #expect(b.outcome == .enriched)
-            #expect(b.report.attachments.first?.cache == "store")
+            #expect(b.report.attachments.first?.cache == .store)
             #expect(h.origin.statistics.requests == 1)  // nothing fetched again
             #expect(b.bytes == a.bytes)  // the same URLs, the same payload
         }
@@ -90,7 +90,7 @@ import Testing
 
     /// An expired record is not used: the media is fetched again.
     @Test func expiredRecordsAreNotUsed() throws {
-        let media = CachedMedia(entry: AttachmentEntry(id: "", url: "u", type: "public.jpeg", bytes: 3), kind: "image", format: "jpeg", bytes: 3)
+        let media = CachedMedia(entry: AttachmentEntry(id: "", url: "u", type: "public.jpeg", bytes: 3), kind: .image, format: .jpeg, bytes: 3)
         let record = SharedResults.encode(media, at: 1_000)
         #expect(SharedResults.decode(record, now: 1_000 + 3599, timeToLive: .seconds(3600))?.entry.url == "u")
         #expect(SharedResults.decode(record, now: 1_000 + 3600, timeToLive: .seconds(3600)) == nil)

@@ -40,7 +40,7 @@ import Testing
         for emission in try await [a, b] {
             #expect(emission.outcome == .enriched, "\(emission.reason.map { "\($0)" } ?? "")")
             #expect(try attachment(emission)["type"]?.stringValue == "public.jpeg")
-            #expect(emission.report.attachments.first?.conversion?.objectValue?["pending"] == .bool(true))
+            #expect(emission.report.attachments.first?.conversion == .pending(posterAttached: true))
         }
 
         // The conversion ends as the cache's work (within a minute on a loaded machine).
@@ -52,7 +52,7 @@ import Testing
         let movie = try attachment(third)
         #expect(movie["type"]?.stringValue == "public.mpeg-4")
         #expect(movie["converted-from"]?.stringValue == "webm")
-        #expect(third.report.attachments.first?.cache == "hit")
+        #expect(third.report.attachments.first?.cache == .hit)
         #expect(origin.statistics.requestsByPath["/clip-vp9.webm"] == 1)
         #expect(decoder.conversions.withLock { $0 } == 1)  // one conversion for the three
     }

@@ -1,3 +1,4 @@
+import AttachePayload
 import AttacheSupport
 
 /// One piece of work on downloaded bytes: everything that parses them (header inspection,
