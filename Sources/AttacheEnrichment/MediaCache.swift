@@ -67,15 +67,15 @@ public final class MediaCache: Sendable {
     }
 
     private struct State {
-        var slots: [String: Slot] = [:]
-        var order: [String] = []  // insertion order of ready entries, for eviction
+        var slots: [RenderKey: Slot] = [:]
+        var order: [RenderKey] = []  // insertion order of ready entries, for eviction
         var statistics = Statistics()
         var nextWaiter: UInt64 = 0
         var warming = 0
         /// What a pending key can give already (a movie's poster while it is converted).
-        var provisional: [String: CachedMedia] = [:]
+        var provisional: [RenderKey: CachedMedia] = [:]
         /// Pending keys whose work is converting a movie or sound.
-        var converting: Set<String> = []
+        var converting: Set<RenderKey> = []
     }
 
     /// Thrown to waiters when the caller computing their key was cancelled: they try again.
@@ -105,7 +105,7 @@ public final class MediaCache: Sendable {
     /// The value for `key`, computed by `compute` when missing. `compute` gets the deadline its
     /// work must keep when it runs as warm-through (nil: its caller's own).
     public func value(
-        for key: String, compute: @escaping @Sendable (_ workDeadline: ContinuousClock.Instant?) async throws -> CachedMedia
+        for key: RenderKey, compute: @escaping @Sendable (_ workDeadline: ContinuousClock.Instant?) async throws -> CachedMedia
     ) async throws -> (CachedMedia, CacheEvent) {
         while true {
             try Task.checkCancellation()
@@ -163,7 +163,7 @@ public final class MediaCache: Sendable {
     /// The caller waits like any waiter, registered before the work starts; the work runs in a
     /// task of its own, which the caller's cancellation does not reach.
     private func computeInBackground(
-        _ key: String, until deadline: ContinuousClock.Instant,
+        _ key: RenderKey, until deadline: ContinuousClock.Instant,
         _ compute: @escaping @Sendable (ContinuousClock.Instant?) async throws -> CachedMedia
     ) async throws -> CachedMedia {
         let id = state.withLock { s -> UInt64 in
@@ -196,7 +196,7 @@ public final class MediaCache: Sendable {
         }
     }
 
-    private func wait(for key: String) async throws -> CachedMedia {
+    private func wait(for key: RenderKey) async throws -> CachedMedia {
         let id = state.withLock { s -> UInt64 in
             s.nextWaiter += 1
             return s.nextWaiter
@@ -223,7 +223,7 @@ public final class MediaCache: Sendable {
         }
     }
 
-    private func cancelWaiter(_ id: UInt64, key: String) {
+    private func cancelWaiter(_ id: UInt64, key: RenderKey) {
         let waiter = state.withLock { s -> Waiter? in
             guard case .pending(var waiters)? = s.slots[key], let i = waiters.firstIndex(where: { $0.id == id }) else { return nil }
             let waiter = waiters.remove(at: i)
@@ -235,7 +235,7 @@ public final class MediaCache: Sendable {
 
     /// The value for `key` when it is cached and fresh (counted as a hit), without waiting or
     /// computing: nil otherwise.
-    public func hit(for key: String) -> CachedMedia? {
+    public func hit(for key: RenderKey) -> CachedMedia? {
         let now = ContinuousClock.now
         return state.withLock { s in
             guard case .ready(let value, let expires)? = s.slots[key], expires > now else { return nil }
@@ -247,31 +247,31 @@ public final class MediaCache: Sendable {
     /// Offers what a pending key's work has ready before it is done (a movie's poster while the
     /// movie is converted): a payload that cannot wait for the work may attach it. Kept until the
     /// work ends; never cached as the key's value.
-    public func offer(_ value: CachedMedia, for key: String) {
+    public func offer(_ value: CachedMedia, for key: RenderKey) {
         state.withLock { s in
             if case .pending? = s.slots[key] { s.provisional[key] = value }
         }
     }
 
     /// What the work for `key` has offered, while it runs.
-    public func provisional(for key: String) -> CachedMedia? {
+    public func provisional(for key: RenderKey) -> CachedMedia? {
         state.withLock { $0.provisional[key] }
     }
 
     /// Notes that the pending work for `key` is converting (until it ends): a payload that gave
     /// up waiting for it can say that its media is still being made.
-    public func markConverting(_ key: String) {
+    public func markConverting(_ key: RenderKey) {
         state.withLock { s in
             if case .pending? = s.slots[key] { s.converting.insert(key) }
         }
     }
 
     /// Whether the work for `key` is converting now.
-    public func isConverting(_ key: String) -> Bool {
+    public func isConverting(_ key: RenderKey) -> Bool {
         state.withLock { $0.converting.contains(key) }
     }
 
-    private func finish(_ key: String, with result: Result<CachedMedia, any Error>) {
+    private func finish(_ key: RenderKey, with result: Result<CachedMedia, any Error>) {
         let expires = ContinuousClock.now + configuration.timeToLive
         let waiters = state.withLock { s -> [Waiter] in
             s.provisional[key] = nil

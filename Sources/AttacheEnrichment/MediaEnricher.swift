@@ -191,17 +191,11 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     /// another, though both name the same stored files. (A cache group's members answer each
     /// other's results, under the store of whoever made them: theirs is keyed by the
     /// enrichment's own base.)
-    private func cacheKey(_ media: MediaRequest) -> String {
-        let r = services.configuration.render
-        let clip = media.options.clippingRect.map { "\($0.x),\($0.y),\($0.width),\($0.height)" } ?? "-"
-        let time = media.options.thumbnailTime.map { "\($0)" } ?? "-"
-        let transcode = r.transcode.map { " v\($0.movieBytes),\($0.soundBytes),\($0.keepSeconds),\($0.maxEdge),\($0.preset)" } ?? " v-"
-        let l = limits
-        let caps = scope.limits == nil ? "" : " l\(l.maxPixels),\(l.imageBytes),\(l.audioBytes),\(l.videoBytes),\(l.maxDuration)"
-        let namespace = scope.cacheNamespace.isEmpty ? "" : "[\(scope.cacheNamespace)] "
-        let render = "\(media.url) t\(r.thumbnailSize) d\(r.displaySize) q\(r.jpegQuality) c\(clip) s\(time) \(services.configuration.posterMode.rawValue)"
-        let base: String = scope.sharesResultsAcrossStores ? services.store.urlBase : store.urlBase
-        return namespace + render + (androidCopy ? " android" : "") + transcode + caps + " u" + base
+    private func cacheKey(_ media: MediaRequest) -> RenderKey {
+        RenderKey(namespace: scope.cacheNamespace, url: media.url, render: renderOptions(media),
+                  thumbnailTime: media.options.thumbnailTime, posterMode: services.configuration.posterMode,
+                  limits: scope.limits == nil ? nil : limits,
+                  urlBase: scope.sharesResultsAcrossStores ? services.store.urlBase : store.urlBase)
     }
 
     private func update(_ index: Int, _ change: (inout AttachmentReport) -> Void) {
@@ -325,7 +319,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
 
     /// The cache's work for a key: the result another replica sharing the store recorded, or the
     /// media fetched, rendered and stored here (and recorded for the others).
-    private func make(_ media: MediaRequest, index: Int, key: String, deadline: ContinuousClock.Instant,
+    private func make(_ media: MediaRequest, index: Int, key: RenderKey, deadline: ContinuousClock.Instant,
                       offer: @escaping @Sendable (Interim) -> Void) async throws -> CachedMedia {
         let name = try SharedResults.name(for: key), store = self.store
         let timeToLive = services.cache?.configuration.timeToLive ?? .zero

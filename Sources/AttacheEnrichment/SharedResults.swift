@@ -13,8 +13,10 @@ import Glibc
 /// carries the time it was written and counts for the cache's time to live; failures are never
 /// recorded.
 enum SharedResults {
-    static func name(for key: String) throws -> String {
-        "\(try SHA256Hasher.hex(Array(key.utf8))).json"
+    /// The record's name: the digest of every field of the key as Swift spells it, so replicas
+    /// of one version with the same settings agree on it, and a new render option changes it.
+    static func name(for key: RenderKey) throws -> String {
+        "\(try SHA256Hasher.hex(Array(String(reflecting: key).utf8))).json"
     }
 
     static func now() -> Int { Int(time(nil)) }

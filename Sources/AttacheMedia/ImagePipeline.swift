@@ -11,7 +11,7 @@ public struct RenderedImage: Sendable {
     public var frames = 1
 }
 
-public struct RenderOptions: Sendable {
+public struct RenderOptions: Sendable, Hashable {
     /// Longest edge of the thumbnail.
     public var thumbnailSize: Int
     /// Longest edge of the display copy, made only when the source is larger (or over its cap).

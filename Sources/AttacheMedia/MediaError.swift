@@ -50,7 +50,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Limits checked before pixels are allocated, and Apple's size caps per kind.
-public struct MediaLimits: Sendable, Equatable {
+public struct MediaLimits: Sendable, Hashable {
     public var maxPixels: Int
     public var maxGIFFrames: Int
     public var maxProgressiveScans: Int

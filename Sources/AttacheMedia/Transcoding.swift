@@ -3,7 +3,7 @@ import AttacheSupport
 
 /// How movies and sounds iOS would refuse, or that are over Apple's caps, become ones it plays:
 /// H.264/AAC MP4 for movies, AAC M4A for sounds, streams copied when they already fit.
-public struct TranscodeSettings: Sendable, Equatable {
+public struct TranscodeSettings: Sendable, Hashable {
     /// The most a movie may weigh (Apple's cap is 50 MB).
     public var movieBytes: Int
     /// The most a sound may weigh (Apple's cap is 5 MB).

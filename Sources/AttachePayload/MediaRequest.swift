@@ -1,7 +1,7 @@
 /// Apple's attachment options, as a sender's dialect expressed them.
 public struct MediaOptions: Sendable, Equatable {
     /// Thumbnail clipping rectangle in 0–1 units of the image (Airship `options.crop`).
-    public struct ClipRect: Sendable, Equatable {
+    public struct ClipRect: Sendable, Hashable {
         public var x, y, width, height: Double
         public init(x: Double, y: Double, width: Double, height: Double) {
             self.x = x

@@ -53,7 +53,7 @@ public struct FileStore: MediaStore {
         do {
             return try await pool.run(until: deadline) { _ in try putNow(bytes, fileExtension: fileExtension, sha256: sha256, file: file) }
         } catch is DeadlinePassed {
-            throw StoreError("the deadline passed before the write was durable")
+            throw StoreError(.deadlinePassed, "the deadline passed before the write was durable")
         }
     }
 
@@ -69,7 +69,7 @@ public struct FileStore: MediaStore {
                     try writeFileAtomically(path, bytes, tempDirectory: tempDirectory, durable: true)
                 }
             } catch {
-                throw StoreError("\(error)")
+                throw StoreError(.fileSystem, "\(error)", key: name)
             }
         }
         return StoredMedia(name: name, url: url(for: name))
@@ -88,13 +88,13 @@ public struct FileStore: MediaStore {
                 try writeFileAtomically("\(directory)/\(name)", bytes, tempDirectory: temp, durable: true)
             }
         } catch is DeadlinePassed {
-            throw StoreError("the deadline passed before the record was durable")
+            throw StoreError(.deadlinePassed, "the deadline passed before the record was durable", key: name)
         } catch let error as StoreError {
             throw error
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw StoreError("\(error)")
+            throw StoreError(.fileSystem, "\(error)", key: name)
         }
     }
 
@@ -105,6 +105,6 @@ public struct FileStore: MediaStore {
     }
 
     public static func makeDirectories(_ path: String) throws {
-        do { try AttacheSupport.makeDirectories(path) } catch { throw StoreError("\(error)") }
+        do { try AttacheSupport.makeDirectories(path) } catch { throw StoreError(.misconfigured, "\(error)") }
     }
 }

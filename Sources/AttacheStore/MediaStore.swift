@@ -52,8 +52,35 @@ public struct StoredMedia: Sendable, Equatable {
     public static let cacheControl = "public, max-age=31536000, immutable"
 }
 
+/// Why a store did not take (or cannot take) what it was given: a code a caller can act on, the
+/// object's key and the store's answer where there was one, and the words for people.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The store's settings cannot work (credentials missing, not a URL, not a directory).
+        case misconfigured
+        /// The object store answered, and not with a confirmation (`status` says what).
+        case refused
+        /// The object store could not be reached, or the transfer failed.
+        case unreachable
+        /// The deadline passed before the write was durable.
+        case deadlinePassed = "deadline-passed"
+        /// The file system refused (permissions, space).
+        case fileSystem = "file-system"
+    }
+
+    public let code: Code
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// The object's key (or the file's name), when the error is about one.
+    public let key: String?
+    /// The object store's HTTP status, when it answered.
+    public let status: Int?
+
+    public init(_ code: Code, _ message: String, key: String? = nil, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.key = key
+        self.status = status
+    }
+
     public var description: String { message }
 }

@@ -42,12 +42,12 @@ public struct S3Store: MediaStore {
         /// AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL.
         public static func fromEnvironment(_ variable: (String) -> String?) throws -> Endpoint {
             guard let key = variable("AWS_ACCESS_KEY_ID"), let secret = variable("AWS_SECRET_ACCESS_KEY") else {
-                throw StoreError("an s3:// store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+                throw StoreError(.misconfigured, "an s3:// store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
             }
             let region = variable("AWS_REGION") ?? variable("AWS_DEFAULT_REGION") ?? "us-east-1"
             let url = variable("AWS_ENDPOINT_URL_S3") ?? variable("AWS_ENDPOINT_URL") ?? "https://s3.\(region).amazonaws.com"
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-                throw StoreError("the S3 endpoint must be an http(s) URL, not \(url)")
+                throw StoreError(.misconfigured, "the S3 endpoint must be an http(s) URL, not \(url)")
             }
             return Endpoint(url: url, signature: AWSSignature(accessKey: key, secretKey: secret,
                                                               sessionToken: variable("AWS_SESSION_TOKEN"), region: region))
@@ -96,9 +96,9 @@ public struct S3Store: MediaStore {
             let result = try await engine.fetch(request, deadline: deadline)
             // S3 answers a PUT with 200 once the object is durably stored; anything else (a 3xx
             // is not followed) is no confirmation.
-            guard result.status == 200 else { throw StoreError("PUT \(key): HTTP \(result.status)") }
+            guard result.status == 200 else { throw StoreError(.refused, "PUT \(key): HTTP \(result.status)", key: key, status: result.status) }
         } catch let error as FetchError {
-            throw StoreError("PUT \(key): \(error)")
+            throw StoreError(error, "PUT", key: key)
         }
         return stored
     }
@@ -116,9 +116,9 @@ public struct S3Store: MediaStore {
         request.headers.append("Content-Type: application/json")
         do {
             let result = try await engine.fetch(request, deadline: deadline)
-            guard result.status == 200 else { throw StoreError("PUT \(key): HTTP \(result.status)") }
+            guard result.status == 200 else { throw StoreError(.refused, "PUT \(key): HTTP \(result.status)", key: key, status: result.status) }
         } catch let error as FetchError {
-            throw StoreError("PUT \(key): \(error)")
+            throw StoreError(error, "PUT", key: key)
         }
     }
 
@@ -126,12 +126,12 @@ public struct S3Store: MediaStore {
     func exists(_ key: String, deadline: ContinuousClock.Instant) async throws -> Bool {
         do {
             let result = try await engine.fetch(signed(objectURL(key), .head, payloadSHA256: Self.emptySHA256), deadline: deadline)
-            guard result.status == 200 else { throw StoreError("HEAD \(key): HTTP \(result.status)") }
+            guard result.status == 200 else { throw StoreError(.refused, "HEAD \(key): HTTP \(result.status)", key: key, status: result.status) }
             return true
         } catch let error as FetchError where error.status == 404 {
             return false
         } catch let error as FetchError {
-            throw StoreError("HEAD \(key): \(error)")
+            throw StoreError(error, "HEAD", key: key)
         }
     }
 
@@ -156,5 +156,14 @@ public struct S3Store: MediaStore {
         request.followRedirects = false
         request.headers = ["x-amz-content-sha256: \(payloadSHA256)"]
         return request
+    }
+}
+
+extension StoreError {
+    /// A request to the object store that did not complete: refused when the store answered with
+    /// an error status, else unreachable (or out of time).
+    init(_ error: FetchError, _ method: String, key: String) {
+        let code: Code = error.code == .timeout ? .deadlinePassed : error.status != nil ? .refused : .unreachable
+        self.init(code, "\(method) \(key): \(error)", key: key, status: error.status)
     }
 }

@@ -8,7 +8,7 @@ public enum StoreLocation: Sendable {
     /// variables); anything else is a directory, returned as `.directory` with its path.
     public static func parse(_ text: String, environment: (String) -> String?) throws -> (StoreLocation, directory: String?) {
         guard text.hasPrefix("s3://") else { return (.directory, text) }
-        guard let location = S3Store.Location(text) else { throw StoreError("\(text) is not s3://BUCKET/PREFIX") }
+        guard let location = S3Store.Location(text) else { throw StoreError(.misconfigured, "\(text) is not s3://BUCKET/PREFIX") }
         return (.bucket(location, try S3Store.Endpoint.fromEnvironment(environment)), nil)
     }
 

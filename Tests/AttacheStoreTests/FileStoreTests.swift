@@ -75,9 +75,10 @@ import Glibc
         let busy = Task { try await pool.run { _ in usleep(2_000_000) } }
         try await Task.sleep(for: .milliseconds(50))
         let start = ContinuousClock.now
-        await #expect(throws: StoreError.self) {
+        let error = await #expect(throws: StoreError.self) {
             _ = try await store.put([1, 2, 3], fileExtension: "png", deadline: start + .milliseconds(200))
         }
+        #expect(error?.code == .deadlinePassed)
         #expect(ContinuousClock.now - start < .milliseconds(1200))
         #expect(await store.record(named: "r.json", deadline: .now + .milliseconds(100)) == nil)
         _ = try await busy.value

@@ -63,7 +63,9 @@ import Testing
             let (store, engine) = try store(server, secret: "not-the-secret")
             defer { engine.shutdown() }
             let bytes = Array("never stored".utf8)
-            await #expect(throws: StoreError.self) { try await store.put(bytes, fileExtension: "png", deadline: .now + .seconds(10)) }
+            let refused = await #expect(throws: StoreError.self) { try await store.put(bytes, fileExtension: "png", deadline: .now + .seconds(10)) }
+            #expect(refused?.code == .refused && refused?.status == 403, "\(String(describing: refused))")
+            #expect(refused?.key?.hasSuffix(".png") == true)
             await #expect(throws: FetchError.self) { try await download("\(server.endpoint)/attache-test/media/\(try SHA256Hasher.hex(bytes)).png") }
             #expect(await store.unavailability() != nil)
         }
@@ -76,7 +78,8 @@ import Testing
             defer { engine.shutdown() }
             await server.halt()
             let deadline = ContinuousClock.now + .seconds(2)
-            await #expect(throws: StoreError.self) { try await store.put([1, 2, 3], fileExtension: "gif", deadline: deadline) }
+            let error = await #expect(throws: StoreError.self) { try await store.put([1, 2, 3], fileExtension: "gif", deadline: deadline) }
+            #expect(error?.code == .unreachable || error?.code == .deadlinePassed, "\(String(describing: error))")
             #expect(ContinuousClock.now < deadline + .seconds(1))
             #expect(await store.unavailability() != nil)
         }
@@ -92,7 +95,8 @@ import Testing
     @Test func badLocationsAndEnvironments() {
         #expect(S3Store.Location("s3://") == nil)
         #expect(S3Store.Location("https://b/p") == nil)
-        #expect(throws: StoreError.self) { try S3Store.Endpoint.fromEnvironment { _ in nil } }
+        let missing = #expect(throws: StoreError.self) { try S3Store.Endpoint.fromEnvironment { _ in nil } }
+        #expect(missing?.code == .misconfigured)
         let env = ["AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "eu-west-1"]
         let endpoint = try? S3Store.Endpoint.fromEnvironment { env[$0] }
         #expect(endpoint?.url == "https://s3.eu-west-1.amazonaws.com")
