@@ -109,6 +109,7 @@ test: test-deps
 	# The extension samples, as a package of their own that depends on Attache (by path), as a
 	# user's would.
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --package-path Samples/extensions
+	Tests/cli/settings-docs.sh $(DEBUG_BIN)
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/sandbox.sh $(DEBUG_BIN)
