@@ -25,7 +25,7 @@ extension ExtensionRuntime {
         public init(
             deadline: Duration = DeadlinePolicy.standardDefault,
             onTimeout: TimeoutPolicy = .original,
-            attachmentsKey: String = "attachments",
+            attachmentsKey: String = AttachmentEntry.defaultKey,
             maxPayloadBytes: Int = PayloadBudget.apns,
             parser: JSONParser = JSONParser(),
             windDown: Duration = .milliseconds(10)
@@ -83,7 +83,8 @@ public struct ExtensionRuntime: Sendable {
         guard payload.wantsServiceExtension else {
             return emit(payload.original, .passthrough, .notMutable, [], start: start)
         }
-        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start, logger: logger)
+        let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start,
+                                          attachmentsKey: configuration.attachmentsKey, logger: logger)
         let ext = makeExtension()
 
         enum Race: Sendable {

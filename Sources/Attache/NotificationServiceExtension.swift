@@ -35,9 +35,13 @@ public struct NotificationRequest: Sendable {
     /// The caller's logger, with its request's metadata (a service's request id): what an
     /// extension logs about this payload goes here. Silent unless the caller gives one.
     public let logger: Logger
+    /// The key the runtime will write the attachments under: a payload that has it already ends
+    /// as a key conflict once attachments are made, so an extension may say so before any work.
+    public let attachmentsKey: String
 
     public init(identifier: String, payload: Payload, deadline: ContinuousClock.Instant, receivedAt: ContinuousClock.Instant = .now,
-                logger: Logger = ExtensionRuntime.silent) {
+                attachmentsKey: String = AttachmentEntry.defaultKey, logger: Logger = ExtensionRuntime.silent) {
+        self.attachmentsKey = attachmentsKey
         self.identifier = identifier
         self.payload = payload
         self.deadline = deadline

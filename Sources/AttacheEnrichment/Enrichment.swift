@@ -28,7 +28,7 @@ extension Enrichment {
         public var thumbnailSize = 320
         public var displaySize = 1080
         public var maxPayloadBytes = PayloadBudget.apns
-        public var attachmentsKey = "attachments"
+        public var attachmentsKey = AttachmentEntry.defaultKey
         public var maxAttachments = 4
         /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
         public var genericKeys = DialectReader.defaultGenericKeys
@@ -111,7 +111,7 @@ public struct Enrichment: Sendable {
                 conversionTime: options.conversionWait
             )
             services = MediaServices(engine: engine, store: store, configuration: configuration,
-                                     attachmentsKey: options.attachmentsKey, cache: options.cache.map(MediaCache.init),
+                                     cache: options.cache.map(MediaCache.init),
                                      maxMediaJobs: options.maxMediaJobs, decoder: decoder ?? decoderPool)
         } catch {
             pool?.shutdown()

@@ -43,7 +43,6 @@ public final class MediaServices: Sendable {
     /// Where downloaded bytes are parsed: this process's threads, or sandboxed helpers.
     public let decoder: any MediaDecoder
     public let configuration: MediaEnricher.Configuration
-    public let attachmentsKey: String
     /// Results by media URL and render options, shared by every payload (nil: no cache).
     public let cache: MediaCache?
     /// Media decoded, rendered and stored at once, process-wide: bounds the pixels and renditions
@@ -53,7 +52,7 @@ public final class MediaServices: Sendable {
     let mediaJobs: AsyncSemaphore
 
     /// `decoder` defaults to decoding on `pool`, in this process.
-    public init(engine: FetchEngine, store: any MediaStore, configuration: MediaEnricher.Configuration, attachmentsKey: String = "attachments",
+    public init(engine: FetchEngine, store: any MediaStore, configuration: MediaEnricher.Configuration,
                 cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared, decoder: (any MediaDecoder)? = nil) {
         self.engine = engine
         self.store = store
@@ -62,7 +61,6 @@ public final class MediaServices: Sendable {
         self.pool = pool
         self.decoder = decoder ?? InProcessDecoder(pool: pool)
         self.configuration = configuration
-        self.attachmentsKey = attachmentsKey
     }
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
@@ -121,7 +119,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         guard !mediaRequests.isEmpty else {
             return ExtensionResult(content: request.content, outcome: .passthrough, reason: .noMedia)
         }
-        guard !root.contains(services.attachmentsKey) else {
+        // Said before any fetch: the runtime would refuse the attachments at the end anyway.
+        guard !root.contains(request.attachmentsKey) else {
             return ExtensionResult(content: request.content, outcome: .fallback, reason: .keyConflict)
         }
         state.withLock { s in

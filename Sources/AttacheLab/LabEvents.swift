@@ -66,7 +66,7 @@ extension Lab {
     /// entries written into the payload) and its Android copy (from the report).
     private func images(in payload: JSONValue, report: EnrichReport) -> [JSONValue] {
         var entries: [AttachmentEntry] = []
-        collectEntries(payload, key: enrichment.services.attachmentsKey, into: &entries)
+        collectEntries(payload, key: enrichment.runtime.configuration.attachmentsKey, into: &entries)
         var out: [JSONValue] = []
         func add(_ id: String, _ role: String, _ url: String, _ type: String?, _ width: Int?, _ height: Int?, clip: JSONValue? = nil) {
             var o = JSONObject()

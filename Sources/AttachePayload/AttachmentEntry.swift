@@ -1,4 +1,9 @@
 /// One entry of the `attachments` array that Attache adds to an enriched payload.
+extension AttachmentEntry {
+    /// Where the attachments array goes unless a setting names another key.
+    public static let defaultKey = "attachments"
+}
+
 public struct AttachmentEntry: Sendable, Equatable {
     public struct Thumbnail: Sendable, Equatable {
         public var url: String

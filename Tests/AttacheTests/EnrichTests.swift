@@ -163,6 +163,20 @@ import Testing
         #expect(h.origin.statistics.requests == 0)
     }
 
+    /// The key conflict is about the configured key: `media` taken already is one (nothing fetched),
+    /// an `attachments` of the sender's own is not (the array goes under `media`).
+    @Test func theConflictIsWithTheConfiguredKey() async throws {
+        let (h, e) = try Harness.started { $0.attachmentsKey = "media" }
+        defer { h.stop(e) }
+        let taken = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","media":1}"#))
+        #expect(taken.reason == .keyConflict)
+        #expect(h.origin.statistics.requests == 0)
+        let free = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","attachments":1}"#))
+        #expect(free.outcome == .enriched)
+        #expect(try json(free.bytes)["media"]?.arrayValue?.count == 1)
+        #expect(try json(free.bytes)["attachments"] == .int(1))
+    }
+
     /// A key Attache reads or writes, given twice: the payload goes out unchanged, nothing is fetched.
     @Test(arguments: [
         #"{"aps":{"alert":"x","mutable-content":1},"aps":{"alert":"y"},"image-url":"ORIGIN/alpha.png"}"#,
