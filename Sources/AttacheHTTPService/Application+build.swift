@@ -2,6 +2,7 @@ import AttacheHTTPKit
 import Attache
 import AttacheEnrichment
 import AttacheOperations
+import AttacheTenants
 import AttachePayload
 import AttacheStore
 import Hummingbird
@@ -13,14 +14,15 @@ import Prometheus
 public func buildApplication(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
+    tenants: Tenants? = nil,
     registry: PrometheusCollectorRegistry? = nil,
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.server"),
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let connections = Connections()
-    let router = buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics,
-                             connections: connections)
+    let router = buildRouter(configuration: configuration, enrichment: enrichment, tenants: tenants, registry: registry,
+                             metrics: metrics, connections: connections)
     let limits = configuration.connections
     return Application(
         router: router,
@@ -34,15 +36,18 @@ public func buildApplication(
 public func buildRouter(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
+    tenants: Tenants? = nil,
     registry: PrometheusCollectorRegistry? = nil,
     metrics: EnrichmentMetrics = EnrichmentMetrics()
 ) -> Router<AttacheRequestContext> {
-    buildRouter(configuration: configuration, enrichment: enrichment, registry: registry, metrics: metrics, connections: Connections())
+    buildRouter(configuration: configuration, enrichment: enrichment, tenants: tenants, registry: registry, metrics: metrics,
+                connections: Connections())
 }
 
 func buildRouter(
     configuration: ServerConfiguration,
     enrichment: Enrichment,
+    tenants: Tenants?,
     registry: PrometheusCollectorRegistry?,
     metrics: EnrichmentMetrics,
     connections: Connections
@@ -51,8 +56,9 @@ func buildRouter(
     // Authentication is decided on the route that matched, not on the path's spelling: the router
     // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
     let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))
-    let controller = EnrichController(configuration: configuration, enrichment: enrichment, metrics: metrics, connections: connections)
-    if let tenants = configuration.tenants {
+    let controller = EnrichController(configuration: configuration, enrichment: enrichment, tenants: tenants, metrics: metrics,
+                                      connections: connections)
+    if let tenants {
         // Each tenant's tokens open /v1/enrich for that tenant; the service's own open /metrics,
         // which carries every tenant's labels.
         controller.register(on: router.group().add(middleware: TenantAuth(tenants: tenants)))

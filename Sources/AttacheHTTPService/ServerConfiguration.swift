@@ -17,8 +17,6 @@ public struct ServerConfiguration: Sendable {
     /// Bearer tokens accepted on `/v1/*` and `/metrics` (several, for rotation); empty: no auth.
     /// With tenants, they guard `/metrics` only: `/v1/enrich` takes the tenants' tokens.
     public var tokens: [String]
-    /// The tenants file in force; nil: one implicit tenant, as `tokens` say.
-    public var tenants: Tenants?
     /// Where `/media/<name>` reads from (the enrichment's media directory).
     public var mediaDirectory: String
     /// A bucket turns `/media` off (404: devices read the bucket) and is asked by `/readyz`.

@@ -33,8 +33,6 @@ extension QueueWorker {
         public var deadline = DeadlinePolicy()
         /// How long a publish waits for the output stream's acknowledgement.
         public var publishTimeout: Duration = .seconds(5)
-        /// With a tenants file: each message names its tenant in an `Attache-Tenant` header.
-        public var tenants: Tenants?
 
         public init(nats: NATSOptions) {
             self.nats = nats
@@ -58,15 +56,21 @@ extension QueueWorker {
 public struct QueueWorker: Service {
     public let configuration: QueueWorker.Configuration
     public let enrichment: Enrichment
+    /// With a tenants file: each message names its tenant in an `Attache-Tenant` header.
+    let tenants: Tenants?
     let metrics: EnrichmentMetrics
     let queueMetrics: QueueMetrics
     let logger: Logger
     let state: WorkerState
 
-    public init(configuration: QueueWorker.Configuration, enrichment: Enrichment, metrics: EnrichmentMetrics = EnrichmentMetrics(),
-                state: WorkerState = WorkerState(), logger: Logger = Logger(label: "attache.worker")) {
+    /// `tenants`: the tenants file in force (nil: one implicit tenant), a live object beside the
+    /// configuration as the enrichment is.
+    public init(configuration: QueueWorker.Configuration, enrichment: Enrichment, tenants: Tenants? = nil,
+                metrics: EnrichmentMetrics = EnrichmentMetrics(), state: WorkerState = WorkerState(),
+                logger: Logger = Logger(label: "attache.worker")) {
         self.configuration = configuration
         self.enrichment = enrichment
+        self.tenants = tenants
         self.metrics = metrics
         self.queueMetrics = QueueMetrics()
         self.state = state
@@ -159,10 +163,10 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        let gate = AdmissionGate(tenants: configuration.tenants, policy: configuration.deadline.capped(at: configuration.longestDeadline),
+        let gate = AdmissionGate(tenants: tenants, policy: configuration.deadline.capped(at: configuration.longestDeadline),
                                  metrics: metrics)
         var admission: Admission?, passReason: Reason?
-        switch gate.admit(message.header(Self.tenantHeader).flatMap { configuration.tenants?.tenant(named: $0) }) {
+        switch gate.admit(message.header(Self.tenantHeader).flatMap { tenants?.tenant(named: $0) }) {
         case .admitted(let admitted): admission = admitted
         case .unknownTenant: passReason = .unknownTenant
         case .refused(_, let refusal):

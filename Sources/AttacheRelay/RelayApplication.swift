@@ -2,6 +2,7 @@ import Attache
 import AttacheEnrichment
 import AttacheOperations
 import AttacheSupport
+import AttacheTenants
 import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
@@ -17,13 +18,16 @@ public func buildRelayApplication(
     configuration: RelayConfiguration,
     enrichment: Enrichment,
     forwarder: Forwarder,
+    tenants: Tenants? = nil,
+    credentials: ProviderCredentials = ProviderCredentials(),
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.relay"),
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: BadPath())
-    RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, metrics: metrics, logger: logger)
+    RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, tenants: tenants,
+                    credentials: credentials, metrics: metrics, logger: logger)
         .register(on: router)
     // Limits on a client's connection: an idle one is closed after `idleTimeout`; HTTP/2 allows
     // 100 concurrent streams and 16 KB of headers per request (swift-nio-http2's settings), and

@@ -42,15 +42,6 @@ public struct RelayConfiguration: Sendable {
     /// Certificate-based APNs authentication: the provider's client certificate, presented to
     /// Apple on every APNs connection.
     public var apnsCertificate: Identity?
-    /// When the relay holds the team's key: every APNs request is sent with the relay's own
-    /// provider token instead of the client's `authorization`. Nil: the client's goes through.
-    public var apnsToken: ProviderToken?
-    /// When the relay holds a service account's key: every FCM request is sent with the OAuth
-    /// token it buys instead of the client's `authorization`.
-    public var fcmToken: ServiceAccountToken?
-    /// With a tenants file: a request is the tenant's whose `apps` name its APNs topic
-    /// (`apns-topic`) or its FCM project (the path's).
-    public var tenants: Tenants?
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,
@@ -73,5 +64,21 @@ public struct RelayConfiguration: Sendable {
     struct InvalidUpstream: Error, CustomStringConvertible {
         var url: String
         var description: String { "not an upstream URL: \(url)" }
+    }
+}
+
+/// The relay's own credentials, live objects beside its configuration: with them, requests go to
+/// the provider under the relay's authorization instead of the client's.
+public struct ProviderCredentials: Sendable {
+    /// When the relay holds the team's key: every APNs request is sent with the relay's own
+    /// provider token. Nil: the client's `authorization` goes through.
+    public var apns: ProviderToken?
+    /// When the relay holds a service account's key: every FCM request is sent with the OAuth
+    /// token it buys. Nil: the client's `authorization` goes through.
+    public var fcm: ServiceAccountToken?
+
+    public init(apns: ProviderToken? = nil, fcm: ServiceAccountToken? = nil) {
+        self.apns = apns
+        self.fcm = fcm
     }
 }

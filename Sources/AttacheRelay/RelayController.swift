@@ -51,6 +51,10 @@ struct RelayController: Sendable {
     let configuration: RelayConfiguration
     let enrichment: Enrichment
     let forwarder: Forwarder
+    /// With a tenants file: a request is the tenant's whose `apps` name its APNs topic
+    /// (`apns-topic`) or its FCM project (the path's).
+    let tenants: Tenants?
+    let credentials: ProviderCredentials
     let metrics: EnrichmentMetrics
     let logger: Logger
 
@@ -77,9 +81,9 @@ struct RelayController: Sendable {
         }
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).
-        let gate = AdmissionGate(tenants: configuration.tenants, policy: configuration.deadline, metrics: metrics)
+        let gate = AdmissionGate(tenants: tenants, policy: configuration.deadline, metrics: metrics)
         var admission: Admission?, passReason: Reason?
-        switch gate.admit(app.flatMap { configuration.tenants?.tenant(app: $0) }) {
+        switch gate.admit(app.flatMap { tenants?.tenant(app: $0) }) {
         case .admitted(let admitted): admission = admitted
         case .refused: passReason = .tenantLimited
         case .unknownTenant: passReason = .unknownTenant
@@ -129,8 +133,8 @@ struct RelayController: Sendable {
     /// The relay's own credential for `provider`, when it holds one; nil: the client's goes through.
     func credential(for provider: Provider) async throws -> String? {
         switch provider {
-        case .apns: try configuration.apnsToken?.authorization()
-        case .fcm: try await configuration.fcmToken?.authorization()
+        case .apns: try credentials.apns?.authorization()
+        case .fcm: try await credentials.fcm?.authorization()
         }
     }
 

@@ -89,6 +89,7 @@ struct RelayCommand: LongRunningCommand {
 
     struct Setup {
         var relay: RelayConfiguration
+        var credentials: ProviderCredentials
         var options: Enrichment.Configuration
         var logFormat: LogFormat
         var metricsPort: Int?
@@ -123,6 +124,7 @@ struct RelayCommand: LongRunningCommand {
         case (nil, nil): relay.apnsCertificate = nil
         default: throw ValidationError("--apns-certificate and --apns-certificate-key go together")
         }
+        var credentials = ProviderCredentials()
         let keyPath = settings.string(apnsKey, "ATTACHE_APNS_KEY")
         let keyID = settings.string(apnsKeyId, "ATTACHE_APNS_KEY_ID")
         let teamID = settings.string(apnsTeamId, "ATTACHE_APNS_TEAM_ID")
@@ -130,19 +132,19 @@ struct RelayCommand: LongRunningCommand {
         case (let path?, let keyID?, let teamID?):
             guard let pem = try? readFile(path) else { throw ValidationError("--apns-key \(path) cannot be read") }
             do {
-                relay.apnsToken = try ProviderToken(keyPEM: String(decoding: pem, as: UTF8.self), keyID: keyID, teamID: teamID)
+                credentials.apns = try ProviderToken(keyPEM: String(decoding: pem, as: UTF8.self), keyID: keyID, teamID: teamID)
             } catch {
                 throw ValidationError("--apns-key \(path) is not a P-256 private key in PEM (an APNs .p8 file)")
             }
         case (nil, nil, nil):
-            relay.apnsToken = nil
+            break
         default:
             throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
         }
         if let path = settings.string(fcmServiceAccount, "ATTACHE_FCM_SERVICE_ACCOUNT") {
             guard let json = try? readFile(path) else { throw ValidationError("--fcm-service-account \(path) cannot be read") }
             do {
-                relay.fcmToken = try ServiceAccountToken(json: json, caFile: relay.upstreamCA)
+                credentials.fcm = try ServiceAccountToken(json: json, caFile: relay.upstreamCA)
             } catch let error as ServiceAccountToken.Invalid {
                 throw ValidationError("--fcm-service-account \(path): \(error)")
             }
@@ -151,7 +153,7 @@ struct RelayCommand: LongRunningCommand {
         var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         relay.deadline = options.deadlinePolicy
-        return Setup(relay: relay, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
+        return Setup(relay: relay, credentials: credentials, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
     }
 
     func run() async throws {
@@ -163,8 +165,7 @@ struct RelayCommand: LongRunningCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.relay")
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
-        var relay = setup.relay
-        relay.tenants = tenants?.tenants
+        let relay = setup.relay
         let forwarder = try Forwarder(configuration: relay)
         defer { forwarder.shutdown() }
         var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
@@ -173,7 +174,8 @@ struct RelayCommand: LongRunningCommand {
             "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",
             "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
         ]
-        services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, logger: logger) { _ in
+        services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, tenants: tenants?.tenants,
+                                                  credentials: setup.credentials, logger: logger) { _ in
             logger.info("attache relay listening", metadata: started)
         })
         if let port = setup.metricsPort {

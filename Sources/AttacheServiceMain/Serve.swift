@@ -107,13 +107,13 @@ struct ServeCommand: LongRunningCommand {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.server")
-        var server = setup.server
+        let server = setup.server
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
-        server.tenants = tenants?.tenants
         let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")
         // Said once the socket is bound: a port in use is then the one line that fails the start.
-        let app = buildApplication(configuration: server, enrichment: enrichment, registry: registry, logger: logger) { [server] _ in
+        let app = buildApplication(configuration: server, enrichment: enrichment, tenants: tenants?.tenants, registry: registry,
+                                   logger: logger) { [server] _ in
             logger.info("attache serve listening", metadata: ["attache.address": "\(server.host):\(server.port)", "attache.auth": "\(auth)"])
         }
         // The enrichment is listed first so that it is stopped last, after the server has

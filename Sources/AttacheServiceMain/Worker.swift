@@ -136,7 +136,7 @@ struct WorkerCommand: LongRunningCommand {
         let setup = try await setUp()
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
-        var queue = setup.queue
+        let queue = setup.queue
         if setup.options.deadline > queue.longestDeadline {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
                 "attache.deadline_s": "\(setup.options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
@@ -144,10 +144,9 @@ struct WorkerCommand: LongRunningCommand {
         }
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
-        queue.tenants = tenants?.tenants
         let state = WorkerState()
         var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
-        services.append(QueueWorker(configuration: queue, enrichment: enrichment, state: state, logger: logger))
+        services.append(QueueWorker(configuration: queue, enrichment: enrichment, tenants: tenants?.tenants, state: state, logger: logger))
         if let probe = setup.probe {
             services.append(buildProbeApplication(host: probe.host, port: probe.port,
                                                   registry: registry, healthy: { state.isHealthy }, logger: logger))

@@ -34,9 +34,9 @@ import Testing
             configuration.publishTimeout = .seconds(1)
         }
         configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
-        if let tenants { configuration.tenants = try Tenants(tenants, makeScope: Tenants.scope(in: enrichment)) }
         if let maxDeliver { configuration.maxDeliver = maxDeliver }
-        let worker = QueueWorker(configuration: configuration, enrichment: enrichment, logger: Self.quiet)
+        let worker = QueueWorker(configuration: configuration, enrichment: enrichment,
+                                 tenants: try tenants.map { try Tenants($0, makeScope: Tenants.scope(in: enrichment)) }, logger: Self.quiet)
         let group = ServiceGroup(configuration: .init(services: [worker], logger: Self.quiet))
         let client = try NATSConnection(NATSOptions(url: server.url))
         _ = try client.ensureStream("ATTACHE_IN", subject: "attache.in", duplicateWindow: .seconds(120))

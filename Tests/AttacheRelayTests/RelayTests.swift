@@ -32,6 +32,7 @@ struct RelayHarness {
     /// where nothing listens); `configure` sets what else the relay runs with.
     static func with(apns: FakeProvider.APNs = .init(), fcm: FakeProvider.FCM = .init(), tls: FakeProvider.TLS? = nil,
                      closed: Bool = false, tenants: [Tenant]? = nil, configure: (inout RelayConfiguration) throws -> Void = { _ in },
+                     credentials: (RelayConfiguration) throws -> ProviderCredentials = { _ in ProviderCredentials() },
                      _ body: @Sendable (RelayClient, Upstreams, Origin) async throws -> Void) async throws {
         let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         defer { origin.stop() }
@@ -52,10 +53,11 @@ struct RelayHarness {
                                                deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
                                                upstreamTimeout: .seconds(5))
         try configure(&configuration)
-        if let tenants { configuration.tenants = try Tenants(tenants, makeScope: Tenants.scope(in: enrichment)) }
+        let relayTenants = try tenants.map { try Tenants($0, makeScope: Tenants.scope(in: enrichment)) }
         let forwarder = try Forwarder(configuration: configuration)
         defer { forwarder.shutdown() }
-        let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder, logger: quiet)
+        let relay = try buildRelayApplication(configuration: configuration, enrichment: enrichment, forwarder: forwarder,
+                                              tenants: relayTenants, credentials: try credentials(configuration), logger: quiet)
         try await relay.test(.live) { relayClient in
             let client = RelayClient(port: try #require(relayClient.port))
             try await body(client, upstreams, origin)
@@ -298,7 +300,7 @@ struct RelayClient {
         let key = P256.Signing.PrivateKey()
         let token = try ProviderToken(keyPEM: key.pemRepresentation, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
         try await RelayHarness.with(apns: .init(providerKey: key.publicKey, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-                                    configure: { $0.apnsToken = token }) { client, upstreams, _ in
+                                    credentials: { _ in ProviderCredentials(apns: token) }) { client, upstreams, _ in
             for _ in 0..<3 {
                 let answer = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#,
                                                    fields: ["authorization: bearer client-token", "apns-topic: com.example.app"])
@@ -339,10 +341,9 @@ struct RelayClient {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         for (lifetime, tokens) in [(3599, 1), (300, 3)] {
             try await RelayHarness.with(fcm: .init(serviceAccount: ("relay@p1.iam.gserviceaccount.com", key.publicKey), tokenLifetime: lifetime),
-                                        tls: certificates.server, configure: { configuration in
+                                        tls: certificates.server, configure: { $0.upstreamCA = certificates.ca }, credentials: { configuration in
                 let account = #"{"type":"service_account","client_email":"relay@p1.iam.gserviceaccount.com","private_key":"\#(key.pemRepresentation.replacingAll("\n", with: "\\n"))","token_uri":"\#(configuration.fcmUpstream)/token"}"#
-                configuration.upstreamCA = certificates.ca
-                configuration.fcmToken = try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca)
+                return ProviderCredentials(fcm: try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca))
             }) { client, upstreams, _ in
                 for i in 0..<3 {
                     let answer = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t\#(i)"}}"#,
@@ -358,10 +359,9 @@ struct RelayClient {
         // A key the endpoint does not know buys nothing: 503, and nothing reaches FCM.
         let stranger = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         try await RelayHarness.with(fcm: .init(serviceAccount: ("relay@p1.iam.gserviceaccount.com", key.publicKey)),
-                                    tls: certificates.server, configure: { configuration in
+                                    tls: certificates.server, configure: { $0.upstreamCA = certificates.ca }, credentials: { configuration in
             let account = #"{"client_email":"relay@p1.iam.gserviceaccount.com","private_key":"\#(stranger.pemRepresentation.replacingAll("\n", with: "\\n"))","token_uri":"\#(configuration.fcmUpstream)/token"}"#
-            configuration.upstreamCA = certificates.ca
-            configuration.fcmToken = try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca)
+            return ProviderCredentials(fcm: try ServiceAccountToken(json: Array(account.utf8), caFile: certificates.ca))
         }) { client, upstreams, _ in
             let answer = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t"}}"#)
             #expect(answer.status == 503)
