@@ -44,10 +44,19 @@ extension ExtensionRuntime {
 public struct Emission: Sendable {
     public var bytes: [UInt8]
     public var report: EnrichReport
+
+    public init(bytes: [UInt8], report: EnrichReport) {
+        self.bytes = bytes
+        self.report = report
+    }
     public var outcome: Outcome { report.outcome }
     public var reason: Reason? { report.reason }
 
-    /// `outcome; reason=…`: the service's `Attache-Outcome` header and the worker's message header.
+    /// The field every front door answers with (HTTP, a relayed response, a NATS message's
+    /// headers): the outcome and its reason.
+    public static let outcomeHeaderName = "Attache-Outcome"
+
+    /// `outcome; reason=…`: that field's value.
     public var outcomeHeader: String { Self.outcomeHeader(outcome, reason) }
 
     public static func outcomeHeader(_ outcome: Outcome, _ reason: Reason?) -> String {

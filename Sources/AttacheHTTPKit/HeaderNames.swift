@@ -5,7 +5,7 @@ import HTTPTypes
 /// the lab.
 extension HTTPField.Name {
     /// The outcome of a payload's enrichment, `enriched` or `fallback; reason=timeout` and the like.
-    public static let attacheOutcome = Self("Attache-Outcome")!
+    public static let attacheOutcome = Self(Emission.outcomeHeaderName)!
     /// The budget a request asks for, in whole milliseconds; the answer's is the budget applied.
     public static let attacheDeadline = Self(DeadlinePolicy.header)!
     /// A request's id, echoed (or made) in the answer.

@@ -75,7 +75,7 @@ struct EnrichController: Sendable {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
         }
-        metrics.request(emission.report, tenant: tenant?.name)
+        admission.finish(emission)
         if let cache = enrichment.services.cache { metrics.warmed(cache.statistics.warmed) }
         logger.debug("payload answered", metadata: [
             "attache.outcome": "\(emission.outcome.rawValue)", "attache.reason": "\(emission.reason?.description ?? "none")",

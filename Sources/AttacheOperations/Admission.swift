@@ -1,6 +1,7 @@
 import Attache
 import AttacheEnrichment
 import AttacheTenants
+import Synchronization
 
 /// Who a payload is enriched for, and under which deadline rule: the one admission the service,
 /// the relay and the worker make before they read a payload. Without a tenants file every payload
@@ -29,26 +30,49 @@ public struct AdmissionGate: Sendable {
     /// `tenant` is whom the door found the payload to be (by token, app or header); with a tenants
     /// file, nil is a payload of no tenant.
     public func admit(_ tenant: Tenant?) -> Decision {
-        guard let tenants else { return .admitted(Admission(tenant: nil, scope: .unscoped, policy: policy, tenants: nil)) }
+        guard let tenants else { return .admitted(Admission(tenant: nil, scope: .unscoped, policy: policy, tenants: nil, metrics: metrics)) }
         guard let tenant else { return .unknownTenant }
         if let refusal = tenants.enter(tenant) {
             metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
             return .refused(tenant, refusal)
         }
         return .admitted(Admission(tenant: tenant, scope: tenants.scope(for: tenant),
-                                   policy: tenant.maxDeadline.map { policy.capped(at: $0) } ?? policy, tenants: tenants))
+                                   policy: tenant.maxDeadline.map { policy.capped(at: $0) } ?? policy, tenants: tenants,
+                                   metrics: metrics))
     }
 }
 
-/// A payload let in: its tenant's scope and deadline rule, and the tenant's slot, given back by
-/// `leave()` once the enrichment is done (the door calls it on every path, once).
-public struct Admission: Sendable {
+/// A payload let in: its tenant's scope and deadline rule, and the tenant's slot. It ends with
+/// `finish(_:)`, which records what the payload came to under the tenant's name and gives the slot
+/// back; `leave()` gives it back on a path with no emission (a body too large, not a payload).
+/// Either may be called again, or both: the slot is given back once.
+public final class Admission: Sendable {
     public let tenant: Tenant?
     public let scope: EnrichmentScope
     public let policy: DeadlinePolicy
     let tenants: Tenants?
+    let metrics: EnrichmentMetrics
+    private let left = Atomic<Bool>(false)
+
+    init(tenant: Tenant?, scope: EnrichmentScope, policy: DeadlinePolicy, tenants: Tenants?, metrics: EnrichmentMetrics) {
+        self.tenant = tenant
+        self.scope = scope
+        self.policy = policy
+        self.tenants = tenants
+        self.metrics = metrics
+    }
+
+    /// The payload's answer: counted (outcome, reason, each attachment's fetch and cache event,
+    /// under the tenant), and the slot given back.
+    public func finish(_ emission: Emission) {
+        metrics.request(emission.report, tenant: tenant?.name)
+        leave()
+    }
 
     public func leave() {
+        guard !left.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if let tenant { tenants?.leave(tenant) }
     }
+
+    deinit { leave() }
 }

@@ -180,7 +180,7 @@ public struct QueueWorker: Service {
             passReason = .tenantLimited
         }
         defer { admission?.leave() }
-        let (policy, scope, tenant) = (admission?.policy ?? gate.policy, admission?.scope ?? .unscoped, admission?.tenant)
+        let (policy, scope) = (admission?.policy ?? gate.policy, admission?.scope ?? .unscoped)
         let deadlineHeader = message.header(DeadlinePolicy.header)
         if DeadlinePolicy.isMalformed(deadlineHeader) {
             logger.warning("malformed Attache-Deadline-Ms header; the default deadline applies", metadata: [
@@ -201,14 +201,14 @@ public struct QueueWorker: Service {
                 await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope),
                                           of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
-            metrics.request(emission.report, tenant: tenant?.name)
+            if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
             (out, outcome) = (emission.bytes, emission.outcomeHeader)
         } catch {
             // Not a JSON object: it goes on as it came, once, never back to the stream.
             metrics.request(outcome: .fallback, reason: .invalidPayload)
             (out, outcome) = (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
         }
-        let headers = [("Attache-Outcome", outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID),
+        let headers = [(Emission.outcomeHeaderName, outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID),
                        (DeadlinePolicy.header, String(Int(budget.milliseconds)))]
         let c = configuration
         do {

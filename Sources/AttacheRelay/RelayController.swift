@@ -91,8 +91,7 @@ struct RelayController: Sendable {
         let budget = (admission?.policy ?? gate.policy).budget(header: request.headers[.attacheDeadline])
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
-        let (body, outcome) = await enriched(received, budget: budget, scope: admission?.scope ?? .unscoped,
-                                             tenant: admission?.tenant?.name, passReason: passReason)
+        let (body, outcome) = await enriched(received, budget: budget, admission: admission, passReason: passReason)
         admission?.leave()
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
@@ -141,7 +140,7 @@ struct RelayController: Sendable {
     /// The body to forward and the outcome to tell the client. Only a body that names
     /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
     /// `passReason`: not enriched (no tenant, or one past its limits): the body goes as it came.
-    func enriched(_ received: ByteBuffer, budget: Duration, scope: EnrichmentScope = .unscoped, tenant: String? = nil,
+    func enriched(_ received: ByteBuffer, budget: Duration, admission: Admission? = nil,
                   passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String) {
         let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) }
         guard gated else {
@@ -154,8 +153,8 @@ struct RelayController: Sendable {
         }
         do {
             let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger,
-                                                       scope: scope)
-            metrics.request(emission.report, tenant: tenant)
+                                                       scope: admission?.scope ?? .unscoped)
+            if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
             return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
         } catch {
             // Not a JSON object: Apple or Google says what is wrong with it, as they would.
