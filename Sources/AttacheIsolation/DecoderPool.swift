@@ -117,7 +117,7 @@ public final class DecoderPool: MediaDecoder, Sendable {
                     if !s.stopped { queue.put(job) }
                     return s.stopped
                 }
-                if stopped { job.finish(.failure(IsolationError("the decoder pool is stopped"))) }
+                if stopped { job.finish(.failure(IsolationError(.stopped, "the decoder pool is stopped"))) }
             }
         } onCancel: {
             job.cancel()

@@ -7,9 +7,26 @@ import Glibc
 #endif
 
 /// Why a helper could not be started, or why isolation cannot be used at all.
+/// Why the decoder pool could not decode in a helper: a code a caller can act on, and the words.
 public struct IsolationError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// No helper could be started (the executable missing, no socket, no process).
+        case cannotStart = "cannot-start"
+        /// A helper started but did not say it was ready in its sandbox (not a helper, or its
+        /// sandbox refused: a kernel without seccomp, limits the system will not grant).
+        case notReady = "not-ready"
+        /// The helper went away in the middle of a job.
+        case helperGone = "helper-gone"
+        /// The pool was stopped.
+        case stopped
+    }
+
+    public let code: Code
     public let description: String
-    init(_ description: String) { self.description = description }
+    init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 /// One `attache-decode` process and this side of its socket. Driven by one pool thread; `kill()`
@@ -30,7 +47,7 @@ final class HelperProcess: @unchecked Sendable {  // jobs/cpuMs: the driving thr
     init(path: String, arguments: [String], within: Duration) throws {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw IsolationError("socketpair: \(String(cString: strerror(errno)))")
+            throw IsolationError(.cannotStart, "socketpair: \(String(cString: strerror(errno)))")
         }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -40,7 +57,7 @@ final class HelperProcess: @unchecked Sendable {  // jobs/cpuMs: the driving thr
         close(fds[1])
         guard rc == 0 else {
             close(fds[0])
-            throw IsolationError("cannot start \(path): \(String(cString: strerror(rc)))")
+            throw IsolationError(.cannotStart, "cannot start \(path): \(String(cString: strerror(rc)))")
         }
         self.pid = pid
         channel = FrameChannel(fd: fds[0], useSend: true, maxBytes: 512 << 20)
@@ -56,21 +73,21 @@ final class HelperProcess: @unchecked Sendable {  // jobs/cpuMs: the driving thr
             hello = try channel.read()
         } catch {
             stop()
-            throw IsolationError("attache-decode did not start: \(error) (\(terminationDescription))")
+            throw IsolationError(.notReady, "attache-decode did not start: \(error) (\(terminationDescription))")
         }
         var none = timeval()
         setsockopt(channel.fd, SOL_SOCKET, SO_RCVTIMEO, &none, size)
         guard let hello, hello.header["ready"] == .bool(true) else {
             let message = hello?.header["message"]?.stringValue ?? "it ended before saying it was ready"
             stop()
-            throw IsolationError("attache-decode could not sandbox itself: \(message) (\(terminationDescription))")
+            throw IsolationError(.notReady, "attache-decode could not sandbox itself: \(message) (\(terminationDescription))")
         }
     }
 
     /// Sends one job and waits for its answer; throws when the helper dies on the way.
     func exchange(_ frame: WireFrame) throws -> WireFrame {
         try channel.write(frame)
-        guard let reply = try channel.read() else { throw IsolationError("the helper closed its socket") }
+        guard let reply = try channel.read() else { throw IsolationError(.helperGone, "the helper closed its socket") }
         jobs += 1
         if case .number(let text)? = reply.header["cpu_ms"], let cpu = Int(text) { cpuMs = cpu }
         return reply

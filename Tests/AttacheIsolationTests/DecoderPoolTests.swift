@@ -263,13 +263,15 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func aHelperThatCannotStartIsAnErrorAtStart() async throws {
-        await #expect(throws: IsolationError.self) {
+        let missing = await #expect(throws: IsolationError.self) {
             try await makePool { $0.helperPath = "/nonexistent/attache-decode" }
         }
+        #expect(missing?.code == .cannotStart)
         // Not a helper: it never says it is ready.
         let error = await #expect(throws: IsolationError.self) {
             try await makePool { $0.helperPath = "/bin/true" }
         }
+        #expect(error?.code == .notReady)
         #expect(error?.description.contains("attache-decode") == true)
     }
 }
