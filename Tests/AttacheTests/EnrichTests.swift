@@ -515,8 +515,11 @@ struct RecordingHandler: LogHandler {
 }
 
 /// Warm-through: a download still running when its payload's deadline passes goes on, and the
-/// next payload for the same media finds it cached instead of starting it again.
-@Suite struct WarmThroughTests {
+/// next payload for the same media finds it cached instead of starting it again. Each test needs
+/// its first payload to have started the download within its 600 ms: run with the *Deadline*
+/// suites, one at a time after the others (on a loaded machine, with every suite at once, a
+/// payload could spend its whole budget waiting for a thread).
+@Suite(.serialized) struct WarmThroughDeadlineTests {
     @Test func theNextPayloadFindsWhatTheLastOneLeftRunning() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration(warmThrough: .seconds(20))
