@@ -60,7 +60,7 @@ struct BadPath<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            return Provider.apns.error(.notFound, "BadPath")
+            return Provider.apns.error(.notFound, "BadPath", request: request)
         }
     }
 }

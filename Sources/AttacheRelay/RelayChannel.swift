@@ -9,9 +9,10 @@ import NIOTLS
 import ServiceLifecycle
 
 /// The relay's front door: HTTP/2, as APNs clients speak, and HTTP/1.1 on the same port, as many
-/// FCM clients do (firebase-admin's Python and Java SDKs). Over TLS, ALPN decides; in clear text
-/// (a sidecar on loopback), the first bytes a client sends: HTTP/2's connection preface (prior
-/// knowledge), or anything else.
+/// FCM clients do (firebase-admin's Python and Java SDKs). Over TLS, ALPN decides when the client
+/// offers it; otherwise (clear text, a sidecar on loopback, or a TLS client that sets no ALPN, as
+/// aioapns with a context of the user's making does, which Apple answers in HTTP/2 all the same)
+/// the first bytes a client sends: HTTP/2's connection preface, or anything else.
 struct RelayChannel: HTTPChannelHandler {
     struct Value: ServerChildChannelValue {
         let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>>
@@ -40,8 +41,9 @@ struct RelayChannel: HTTPChannelHandler {
                 }
                 return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
             }
-            let decider: any ChannelHandler = tls.map { NIOSSLServerHandler(context: $0) } ?? PrefaceSniffer()
-            try channel.pipeline.syncOperations.addHandlers([decider, negotiation])
+            let deciders: [any ChannelHandler] = tls.map { [NIOSSLServerHandler(context: $0), PrefaceSniffer(afterTLS: true)] }
+                ?? [PrefaceSniffer()]
+            try channel.pipeline.syncOperations.addHandlers(deciders + [negotiation])
             return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
         }
     }
@@ -67,23 +69,53 @@ struct RelayChannel: HTTPChannelHandler {
 
 /// Reads until the client's first bytes show whether they begin HTTP/2's connection preface,
 /// reports that as a negotiated protocol, passes the bytes on and leaves the pipeline.
-/// A client that sends nothing for 10 seconds is closed.
+/// A client that sends nothing for 10 seconds is closed. Behind TLS it waits for the handshake:
+/// a protocol agreed by ALPN goes on as it is, and the bytes decide only when none was.
 final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
     private var seen = ByteBuffer()
     private var silence: Scheduled<Void>?
+    /// Reading the first bytes now (clear text from the start; behind TLS once the handshake
+    /// agreed no protocol).
+    private var sniffing: Bool
+
+    init(afterTLS: Bool = false) {
+        sniffing = !afterTLS
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let channel = context.channel
-        silence = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+        if sniffing { startSilence(context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         silence?.cancel()
     }
 
+    private func startSilence(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        silence = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard !sniffing, case .handshakeCompleted(let agreed)? = event as? TLSUserEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        guard agreed != nil else {
+            sniffing = true  // no ALPN: the first bytes decide, and say so in this event's place
+            startSilence(context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+        context.pipeline.syncOperations.removeHandler(self, promise: nil)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard sniffing else {
+            context.fireChannelRead(data)
+            return
+        }
         var bytes = unwrapInboundIn(data)
         seen.writeBuffer(&bytes)
         let prefix = seen.readableBytesView.prefix(Self.preface.count)

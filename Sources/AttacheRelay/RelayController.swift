@@ -14,9 +14,12 @@ import NIOCore
 enum Provider: Sendable {
     case apns, fcm
 
-    /// An error in the provider's own documented shape: APNs `{"reason": "BadPath"}`; Google's
+    /// An error in the provider's own documented shape: APNs `{"reason": "BadPath"}` with the
+    /// request's `apns-id` (a new one when it had none), as Apple answers every request — a client
+    /// reads it from every answer (aioapns drops the connection without it); Google's
     /// `{"error": {"code", "message", "status"}}`.
-    func error(_ status: HTTPResponse.Status, _ reason: String, outcome: String? = nil, budget: Duration? = nil) -> Response {
+    func error(_ status: HTTPResponse.Status, _ reason: String, request: Request? = nil, outcome: String? = nil,
+               budget: Duration? = nil) -> Response {
         let body: JSONValue
         switch self {
         case .apns:
@@ -30,14 +33,34 @@ enum Provider: Sendable {
         }
         var fields = HTTPFields()
         fields[.contentType] = "application/json"
+        if self == .apns { fields[.apnsID] = request?.headers[.apnsID].flatMap { $0.isEmpty ? nil : $0 } ?? Self.newAPNsID() }
         if let outcome { fields[.attacheOutcome] = outcome }
         if let budget { fields[.attacheDeadline] = String(Int(budget.milliseconds)) }
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(body))))
     }
 }
 
+extension Provider {
+    /// A random (version 4) UUID in Apple's spelling, for an answer to a request that named none.
+    static func newAPNsID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let digits = Array("0123456789ABCDEF")
+        var text = ""
+        for (i, byte) in bytes.enumerated() {
+            if [4, 6, 8, 10].contains(i) { text.append("-") }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return text
+    }
+}
+
 extension HTTPField.Name {
     static let apnsTopic = Self("apns-topic")!
+    static let apnsID = Self("apns-id")!
 }
 
 /// `POST /3/device/{token}` (APNs) and `POST /v1/projects/{project}/messages:send` (FCM v1): each
@@ -64,7 +87,9 @@ struct RelayController: Sendable {
             await relay(request, provider: .fcm, app: context.parameters.get("project"))
         }
         for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
-            router.on("/3/device/:token", method: method) { _, _ in Provider.apns.error(.methodNotAllowed, "MethodNotAllowed") }
+            router.on("/3/device/:token", method: method) { request, _ in
+                Provider.apns.error(.methodNotAllowed, "MethodNotAllowed", request: request)
+            }
             router.on("/v1/projects/:project/messages:send", method: method) { _, _ in
                 Provider.fcm.error(.methodNotAllowed, "MethodNotAllowed")
             }
@@ -77,7 +102,7 @@ struct RelayController: Sendable {
         do {
             received = try await request.body.collect(upTo: configuration.maxBodyBytes)
         } catch {
-            return provider.error(.contentTooLarge, "PayloadTooLarge")
+            return provider.error(.contentTooLarge, "PayloadTooLarge", request: request)
         }
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).
@@ -105,7 +130,7 @@ struct RelayController: Sendable {
             // endpoint), never a key or a token.
             logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", outcome: outcome, budget: budget)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: outcome, budget: budget)
         }
         let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
@@ -114,7 +139,7 @@ struct RelayController: Sendable {
         } catch {
             logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", outcome: outcome, budget: budget)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: outcome, budget: budget)
         }
         metrics.relayed(status: answer.status)
         var headers = HTTPFields()

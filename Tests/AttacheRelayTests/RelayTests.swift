@@ -177,6 +177,12 @@ struct RelayClient {
         try await RelayHarness.with(closed: true) { client, _, _ in
             let apns = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
             #expect((apns.status, apns.body) == (503, #"{"reason":"ServiceUnavailable"}"#))
+            // Every answer carries the request's apns-id, as Apple's do (clients read it from each).
+            #expect(apns.fields["apns-id"] == "7C5F0D7E-1111-2222-3333-444455556666")
+            let unnamed = try await client.post("/3/device/abc", #"{"aps":{"alert":"x"}}"#, fields: ["apns-topic: com.example.app"])
+            #expect(unnamed.status == 503)
+            #expect(unnamed.fields["apns-id"]?.count == 36)
+            #expect(unnamed.fields["apns-id"].map { $0.split(separator: "-").map(\.count) } == [8, 4, 4, 4, 12])
             let fcm = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t"}}"#)
             #expect(fcm.status == 503)
             #expect(fcm.body == #"{"error":{"code":503,"message":"ServiceUnavailable","status":"UNAVAILABLE"}}"#)
@@ -287,8 +293,10 @@ struct RelayClient {
             let big = #"{"aps":{"alert":""# + String(repeating: "x", count: 6000) + #""}}"#
             let answer = try await client.post("/3/device/abc", big, fields: Self.apnsFields)
             #expect((answer.status, answer.body) == (413, #"{"reason":"PayloadTooLarge"}"#))
+            #expect(answer.fields["apns-id"] == "7C5F0D7E-1111-2222-3333-444455556666")
             let elsewhere = try await client.post("/3/devices/abc", #"{"aps":{}}"#, fields: Self.apnsFields)
             #expect((elsewhere.status, elsewhere.body) == (404, #"{"reason":"BadPath"}"#))
+            #expect(elsewhere.fields["apns-id"] == "7C5F0D7E-1111-2222-3333-444455556666")
             #expect(upstreams.apns.received.isEmpty)
         }
     }

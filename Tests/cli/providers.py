@@ -10,10 +10,11 @@
   providers.py oauth PORT       Google's OAuth 2 token endpoint for a service account: POST /token
                                 with an RS256 JWT assertion (RFC 7523) answered with an access token
                                 (HTTP/1.1, as google-auth asks for it)
-  providers.py send PORT CA KEY PAYLOAD   aioapns, a real APNs client library, sending PAYLOAD (JSON) to
-                                the relay on 127.0.0.1:PORT over TLS trusting CA, with a provider
-                                token signed by the .p8-style KEY; prints "sent STATUS" or
-                                "refused STATUS REASON"
+  providers.py send PORT CA KEY PAYLOAD [no-alpn]   aioapns, a real APNs client library, sending
+                                PAYLOAD (JSON) to the relay on 127.0.0.1:PORT over TLS trusting CA,
+                                with a provider token signed by the .p8-style KEY; prints "sent
+                                STATUS" or "refused STATUS REASON". no-alpn: the context as
+                                ssl.create_default_context makes it, offering no protocol
   providers.py burst PORT CA KEY PAYLOAD COUNT INTERVAL OUT   aioapns sending COUNT notifications, one
                                 every INTERVAL seconds without waiting for answers; writes
                                 "APNS-ID sent" or "APNS-ID failed" to OUT as each ends
@@ -125,7 +126,7 @@ async def upstream(port, log, delay):
         await server.serve_forever()
 
 
-def client_(port, ca, key):
+def client_(port, ca, key, alpn=True):
     from aioapns import APNs
     from aioapns.connection import APNsProductionClientProtocol
 
@@ -133,15 +134,16 @@ def client_(port, ca, key):
     APNsProductionClientProtocol.APNS_SERVER = "127.0.0.1"
     APNsProductionClientProtocol.APNS_PORT = port
     context = ssl.create_default_context(cafile=ca)
-    context.set_alpn_protocols(["h2"])
+    if alpn:
+        context.set_alpn_protocols(["h2"])
     return APNs(key=open(key).read(), key_id="ABC123DEFG", team_id="DEF123GHIJ", topic="com.example.app",
                 ssl_context=context, max_connection_attempts=1)
 
 
-async def send(port, ca, key, payload):
+async def send(port, ca, key, payload, alpn=True):
     from aioapns import NotificationRequest
 
-    client = client_(port, ca, key)
+    client = client_(port, ca, key, alpn)
     request = NotificationRequest(device_token="abc", message=json.loads(payload), notification_id=str(uuid.uuid4()))
     result = await asyncio.wait_for(client.send_notification(request), 20)
     print(("sent %s" % result.status) if result.is_successful else ("refused %s %s" % (result.status, result.description)))
@@ -181,4 +183,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "burst":
         asyncio.run(burst(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), float(sys.argv[7]), sys.argv[8]))
     else:
-        asyncio.run(send(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))
+        asyncio.run(send(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:7] != ["no-alpn"]))

@@ -51,6 +51,8 @@ check "… and the budget the header asked for" "grep -qi '^attache-deadline-ms:
 
 curl -s --cacert "$tmp/ca.pem" --http1.1 -o /dev/null -w '%{http_code} %{http_version}' --data-binary "$plain" "$url" > "$tmp/v2"
 check "ALPN http/1.1 too (got $(cat "$tmp/v2"))" "[ \"\$(cat $tmp/v2)\" = '200 1.1' ]"
+curl -s --cacert "$tmp/ca.pem" --no-alpn --http1.1 -o /dev/null -w '%{http_code} %{http_version}' --data-binary "$plain" "$url" > "$tmp/v2n"
+check "TLS with no ALPN, HTTP/1.1 told by its first bytes (got $(cat "$tmp/v2n"))" "[ \"\$(cat $tmp/v2n)\" = '200 1.1' ]"
 
 curl -s -o /dev/null --data-binary "$plain" "$url"
 code=$?
@@ -77,6 +79,10 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "aioapns through the relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"
   check "… the double got the enriched payload with aioapns' token and topic" \
     "grep -q 'https://cdn.example.com/m/' $tmp/apns.jsonl && grep -q '\"authorization\": \"bearer ey' $tmp/apns.jsonl && grep -q '\"apns-topic\": \"com.example.app\"' $tmp/apns.jsonl"
+  # A context as ssl.create_default_context makes it, no ALPN: Apple speaks HTTP/2 to it, and so
+  # does the relay, told by the client's first bytes.
+  sent=$("$python" Tests/cli/providers.py send "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" no-alpn 2>&1 | tail -1)
+  check "aioapns with no ALPN through the TLS relay: sent (got '$sent')" "[ '$sent' = 'sent 200' ]"
 
   # Killed mid-stream: aioapns sends 300 notifications through the relay, one every 10 ms, to a
   # double that takes 0.2 s to answer; the relay is killed (SIGKILL) once the double has 10. Every notification
@@ -102,6 +108,15 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "relay killed mid-stream: $sent told sent, $failed_ not; all 300 answered" "[ $((sent + failed_)) = 300 ]"
   check "… the kill fell mid-stream (some sent, some not)" "[ $sent -gt 0 ] && [ $failed_ -gt 0 ]"
   check "… every notification told sent reached the upstream ($lost did not)" "[ $lost = 0 ]"
+
+  # Apple out of reach: every notification of a burst comes back 503 ServiceUnavailable, carrying
+  # its apns-id (aioapns reads it from every answer, and without it drops the connection and says
+  # MaxAttemptsExceeded instead of a 503 it would retry).
+  start_relay tls5 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$(free_port)"
+  "$python" Tests/cli/providers.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 20 0.01 "$tmp/down.txt" > "$tmp/down.log" 2>&1
+  down=$(grep -c ' 503 ServiceUnavailable$' "$tmp/down.log" || true)
+  check "upstream down: aioapns got 503 ServiceUnavailable for each of 20 ($down)" "[ $down = 20 ]"
+  kill -TERM "$relay"; wait "$relay"
   start_relay tls4 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
 else
   echo "FAIL: no aioapns in $python: run make test-deps"
