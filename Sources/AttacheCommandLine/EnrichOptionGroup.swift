@@ -8,6 +8,10 @@ import AttachePayload
 import AttacheStore
 import AttacheSupport
 
+/// The defaults the options' help names: the configuration's own, made once (the help strings are
+/// built each time an option group is parsed).
+private let standardOptions = Enrichment.Configuration()
+
 /// The options every command that enriches shares (`enrich`, `batch`, `timeline`, the service,
 /// the worker, the relay and the lab), each also read from an `ATTACHE_*` variable when the flag
 /// is not given. Where the results are stored is `StorageOptionGroup`'s.
@@ -15,10 +19,10 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default \(DurationText.format(DeadlinePolicy.standardDefault)), \(DurationText.format(DeadlinePolicy.service.default)) for serve, relay and lab].", transform: parseDuration)
     var deadline: Duration?
 
-    @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default \(DurationText.format(standard.maxDeadline))].", transform: parseDuration)
+    @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default \(DurationText.format(standardOptions.maxDeadline))].", transform: parseDuration)
     var maxDeadline: Duration?
 
-    @Option(help: "What to emit when the deadline passes: original or best-attempt [ATTACHE_ON_TIMEOUT, default \(standard.onTimeout.rawValue)].")
+    @Option(help: "What to emit when the deadline passes: original or best-attempt [ATTACHE_ON_TIMEOUT, default \(standardOptions.onTimeout.rawValue)].")
     var onTimeout: TimeoutPolicy?
 
     @Option(help: "Allow connections to this network (CIDR); repeatable. Nothing private or loopback is allowed by default [ATTACHE_ALLOW_ADDRESSES, comma-separated, added to the flags].", transform: parseCIDR)
@@ -27,19 +31,19 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "HTTP proxy for media fetches [ATTACHE_PROXY]; proxy environment variables are ignored. Through a proxy the address policy cannot see where a request goes: targets named by a private address literal are refused, names are resolved by the proxy, which must enforce its own rules.")
     var proxy: String?
 
-    @Option(help: "Longest edge of thumbnails, in pixels [ATTACHE_THUMBNAIL_SIZE, default \(standard.thumbnailSize)].")
+    @Option(help: "Longest edge of thumbnails, in pixels [ATTACHE_THUMBNAIL_SIZE, default \(standardOptions.thumbnailSize)].")
     var thumbnailSize: Int?
 
-    @Option(help: "Longest edge of display copies, made only for larger sources [ATTACHE_DISPLAY_SIZE, default \(standard.displaySize)].")
+    @Option(help: "Longest edge of display copies, made only for larger sources [ATTACHE_DISPLAY_SIZE, default \(standardOptions.displaySize)].")
     var displaySize: Int?
 
-    @Option(help: "APNs payload budget in bytes, 5120 for VoIP [ATTACHE_MAX_PAYLOAD_BYTES, default \(standard.maxPayloadBytes)].")
+    @Option(help: "APNs payload budget in bytes, 5120 for VoIP [ATTACHE_MAX_PAYLOAD_BYTES, default \(standardOptions.maxPayloadBytes)].")
     var maxPayloadBytes: Int?
 
-    @Option(help: "Key the attachments array is added under [ATTACHE_ATTACHMENTS_KEY, default \(standard.attachmentsKey)].")
+    @Option(help: "Key the attachments array is added under [ATTACHE_ATTACHMENTS_KEY, default \(standardOptions.attachmentsKey)].")
     var attachmentsKey: String?
 
-    @Option(help: "Most attachments per payload [ATTACHE_MAX_ATTACHMENTS, default \(standard.maxAttachments)].")
+    @Option(help: "Most attachments per payload [ATTACHE_MAX_ATTACHMENTS, default \(standardOptions.maxAttachments)].")
     var maxAttachments: Int?
 
     @Option(name: .customLong("media-key"), help: "A key read as a generic media URL, after the default ones: a top-level name, or a JSON Pointer (/data/image/0/url) for a nested one; KEY=TYPEKEY also names the field that tells its SDK the media's type, rewritten with the URL; repeatable [ATTACHE_MEDIA_KEYS].")
@@ -48,12 +52,12 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Flag(name: .customLong("no-default-media-keys"), help: "Read only the --media-key keys, not the default generic ones (imageUrl, image_url, image-url, mediaUrl, media_url, media-url, attachmentUrl, attachment-url) [ATTACHE_NO_DEFAULT_MEDIA_KEYS].")
     var noDefaultMediaKeys = false
 
-    @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default \(standard.posterMode.rawValue)].")
+    @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default \(standardOptions.posterMode.rawValue)].")
     var poster: PosterMode?
 
     @OptionGroup var transcode: TranscodeOptionGroup
 
-    @Option(help: "Media decoded, rendered and stored at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default \(standard.maxMediaJobs)].")
+    @Option(help: "Media decoded, rendered and stored at once; bounds memory [ATTACHE_MAX_MEDIA_JOBS, default \(standardOptions.maxMediaJobs)].")
     var maxMediaJobs: Int?
 
     @Option(help: "Where downloaded media is decoded: process (sandboxed attache-decode helpers, found beside this executable: a crash or a bomb costs one attachment) or in-process [ATTACHE_ISOLATION; default process for serve, worker, relay, lab and batch, in-process for enrich and timeline].")
@@ -61,9 +65,6 @@ public struct EnrichOptionGroup: ParsableArguments {
 
     @Option(help: "Decoder helpers kept running with --isolation process, each decoding one file at a time [ATTACHE_DECODERS, default one per core, two at least]. Movies and big animations run on all but one of them: the last is kept for images.")
     var decoders: Int?
-
-    /// The defaults the help names: the configuration's own.
-    private static var standard: Enrichment.Configuration { Enrichment.Configuration() }
 
     public init() {}
 
@@ -117,12 +118,10 @@ public struct EnrichOptionGroup: ParsableArguments {
 /// Where a command's results are stored and under which URL devices read them: every command that
 /// enriches but the lab, which keeps its own store.
 public struct StorageOptionGroup: ParsableArguments {
-    private static var standard: Enrichment.Configuration { Enrichment.Configuration() }
-
     @Option(help: "Where validated media and thumbnails are stored: a directory, or s3://BUCKET/PREFIX (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3) [ATTACHE_STORE, default the media directory].")
     var store: String?
 
-    @Option(help: "The store's directory (--store DIR), and with an s3:// store where downloads wait [ATTACHE_MEDIA_DIR, default \(standard.mediaDirectory)].")
+    @Option(help: "The store's directory (--store DIR), and with an s3:// store where downloads wait [ATTACHE_MEDIA_DIR, default \(standardOptions.mediaDirectory)].")
     var mediaDir: String?
 
     @Option(help: "Base URL the media directory is served under; URLs become BASE/<hash>.<ext> and the dialect's own URL field is rewritten [ATTACHE_PUBLIC_BASE_URL].")

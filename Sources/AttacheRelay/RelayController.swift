@@ -5,6 +5,7 @@ import AttacheOperations
 import AttachePayload
 import AttacheSupport
 import AttacheTenants
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -33,28 +34,10 @@ enum Provider: Sendable {
         }
         var fields = HTTPFields()
         fields[.contentType] = "application/json"
-        if self == .apns { fields[.apnsID] = request?.headers[.apnsID].flatMap { $0.isEmpty ? nil : $0 } ?? Self.newAPNsID() }
+        if self == .apns { fields[.apnsID] = request?.headers[.apnsID].flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString }
         if let outcome { fields[.attacheOutcome] = outcome }
         if let budget { fields[.attacheDeadline] = String(Int(budget.milliseconds)) }
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(body))))
-    }
-}
-
-extension Provider {
-    /// A random (version 4) UUID in Apple's spelling, for an answer to a request that named none.
-    static func newAPNsID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        let digits = Array("0123456789ABCDEF")
-        var text = ""
-        for (i, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(i) { text.append("-") }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return text
     }
 }
 
