@@ -8,41 +8,27 @@ import AttacheSupport
 import Logging
 
 extension Enrichment {
-    /// What every front door that enriches configures (the media, the store, the fetch policy, the
-    /// decoders, the deadline): its settings are read by `EnrichOptionGroup`.
+    /// What every front door that enriches configures: a tree of the parts' own configurations,
+    /// each read by the command line's option group for it (`EnrichOptionGroup`,
+    /// `StorageOptionGroup`, `CacheOptionGroup`, `TranscodeOptionGroup`). Live objects (a
+    /// decoder of the caller's, tenants) are passed beside it, never inside.
     public struct Configuration: Sendable {
-        /// The deadline of a payload that names none.
-        public var deadline = DeadlinePolicy.standardDefault
-        /// The longest deadline a payload's `Attache-Deadline-Ms` may ask of the service or the worker.
+        /// The runtime's: a payload's budget when it names none, what is emitted when it passes,
+        /// the attachments key, the payload budget in bytes.
+        public var runtime = ExtensionRuntime.Configuration()
+        /// The longest budget a payload's `Attache-Deadline-Ms` may ask of the service, the worker
+        /// or the relay.
         public var maxDeadline = DeadlinePolicy.standardMaximum
-        public var onTimeout: TimeoutPolicy = .original
-        /// The file store's directory, and in any case where the scratch space (downloads, writes in
-        /// progress) lives.
-        public var mediaDirectory: String = "./attache-media"
-        /// The media directory itself, or an S3-compatible bucket.
-        public var store: StoreLocation = .directory
-        public var publicBaseURL: String?
-        public var allowedAddresses: [CIDR] = []
-        /// Single sockets media may come from whatever their address (the lab's own fault origin).
-        public var allowedEndpoints: [AddressPolicy.Endpoint] = []
-        public var thumbnailSize = 320
-        public var displaySize = 1080
-        public var maxPayloadBytes = PayloadBudget.apns
-        public var attachmentsKey = AttachmentEntry.defaultKey
-        public var maxAttachments = 4
-        /// Generic media keys: top-level names or JSON Pointers, in the order they are read.
-        public var genericKeys = DialectReader.defaultGenericKeys
-        public var posterMode: PosterMode = .fast
-        /// How movies and sounds the device would not play are converted; nil: they are refused.
-        public var transcode: TranscodeSettings? = TranscodeSettings()
+        /// Where results go and under which URL.
+        public var storage = StoreConfiguration()
+        /// How media is fetched: the address policy, a proxy, the transport's limits. Its temp
+        /// directory is the enrichment's scratch space, whatever is set here.
+        public var fetch = FetchEngine.Configuration()
+        /// What is read from a payload, what is made of its media, and how long a payload waits
+        /// for its conversions. Movies and sounds a device would not play are converted.
+        public var media = MediaEnricher.Configuration(render: RenderOptions(transcode: TranscodeSettings()))
         /// A result cache shared by every payload this enrichment handles (nil: none).
         public var cache: MediaCache.Configuration?
-        /// How long a payload whose movie or sound was still being converted at its deadline
-        /// waits for the conversion (`awaitingConversions`), which meanwhile goes on as the
-        /// cache's work; nil: it does not wait. Batch and worker wait, the service and relay not.
-        public var conversionWait: Duration?
-        /// An HTTP proxy for media fetches; proxy environment variables are never used.
-        public var proxy: String?
         /// Media fetched and rendered at once (bounds the memory bodies take while waiting to decode).
         public var maxMediaJobs = 32
         /// Where downloaded media is parsed: in sandboxed helper processes, or in this one.
@@ -53,7 +39,7 @@ extension Enrichment {
         public init() {}
 
         /// How the front doors that take a deadline per payload turn it into a budget.
-        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: deadline, maximum: maxDeadline) }
+        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: runtime.deadline, maximum: maxDeadline) }
     }
 }
 
@@ -67,10 +53,11 @@ public struct Enrichment: Sendable {
     let storeEngine: FetchEngine?
     /// The sandboxed decoders, with `.process` isolation.
     public let decoderPool: DecoderPool?
-    /// Where the store is and what its URLs start with: what a scope's store is made from.
-    private let storeLocation: StoreLocation
-    private let mediaDirectory: String
-    private let publicBaseURL: String?
+    /// Where the store is and what its URLs start with: what a scope's store is made from, and
+    /// what the service serves under `/media` and asks for readiness.
+    public let storage: StoreConfiguration
+    /// How the front doors that take a deadline per payload turn it into a budget.
+    public let deadlinePolicy: DeadlinePolicy
     private let conversionWait: Duration?
 
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
@@ -82,51 +69,33 @@ public struct Enrichment: Sendable {
         // and the helpers do not outlive an enrichment that could not be made after all.
         let pool = options.isolation == .process && decoder == nil ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
         decoderPool = pool
-        storeLocation = options.store
-        mediaDirectory = options.mediaDirectory
-        publicBaseURL = options.publicBaseURL
-        conversionWait = options.conversionWait
+        storage = options.storage
+        deadlinePolicy = options.deadlinePolicy
+        conversionWait = options.media.conversionWait
         do {
-            scratch = try ScratchSpace(in: options.mediaDirectory)  // makes the media directory too
+            scratch = try ScratchSpace(in: options.storage.directory)  // makes the media directory too
             let store: any MediaStore
-            switch options.store {
+            switch options.storage.location {
             case .bucket(let location, let endpoint):
                 let engine = try S3Store.makeEngine(tempDirectory: scratch.path)
                 storeEngine = engine
-                store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.publicBaseURL, engine: engine)
+                store = S3Store(location: location, endpoint: endpoint, publicBaseURL: options.storage.publicBaseURL, engine: engine)
             case .directory:
                 storeEngine = nil
-                store = try FileStore(directory: options.mediaDirectory, publicBaseURL: options.publicBaseURL, tempDirectory: scratch.path)
+                store = try FileStore(directory: options.storage.directory, publicBaseURL: options.storage.publicBaseURL, tempDirectory: scratch.path)
             }
-            let engine = try FetchEngine(
-                configuration: .init(policy: AddressPolicy(allowed: options.allowedAddresses, allowedEndpoints: options.allowedEndpoints), proxy: options.proxy,
-                                     tempDirectory: scratch.path),
-                logger: logger
-            )
-            let configuration = MediaEnricher.Configuration(
-                dialects: DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments),
-                render: RenderOptions(thumbnailSize: options.thumbnailSize, displaySize: options.displaySize, transcode: options.transcode),
-                posterMode: options.posterMode,
-                rewriteSourceURLs: options.publicBaseURL != nil,
-                conversionTime: options.conversionWait
-            )
-            services = MediaServices(engine: engine, store: store, configuration: configuration,
+            var fetch = options.fetch
+            fetch.tempDirectory = scratch.path
+            let engine = try FetchEngine(configuration: fetch, logger: logger)
+            services = MediaServices(engine: engine, store: store, configuration: options.media,
+                                     rewriteSourceURLs: options.storage.publicBaseURL != nil,
                                      cache: options.cache.map(MediaCache.init),
                                      maxMediaJobs: options.maxMediaJobs, decoder: decoder ?? decoderPool)
         } catch {
             pool?.shutdown()
             throw error
         }
-        runtime = Self.runtime(options)
-    }
-
-    /// The runtime the options describe (also what a command answers with when the rest of the
-    /// enrichment cannot be built).
-    public static func runtime(_ options: Enrichment.Configuration) -> ExtensionRuntime {
-        ExtensionRuntime(configuration: ExtensionRuntime.Configuration(
-            deadline: options.deadline, onTimeout: options.onTimeout,
-            attachmentsKey: options.attachmentsKey, maxPayloadBytes: options.maxPayloadBytes
-        ))
+        runtime = ExtensionRuntime(configuration: options.runtime)
     }
 
     /// Enriches one payload with the default media extension, under the configured deadline or
@@ -170,15 +139,15 @@ public struct Enrichment: Sendable {
     /// URLs are `publicBaseURL` (else the enrichment's) followed by the prefix and the name, as the
     /// enrichment's own are the base followed by the name.
     public func store(prefix: String, publicBaseURL: String? = nil) throws -> any MediaStore {
-        let base = publicBaseURL ?? self.publicBaseURL
-        switch storeLocation {
+        let base = publicBaseURL ?? storage.publicBaseURL
+        switch storage.location {
         case .bucket(var location, let endpoint):
             location.prefix += prefix
             // S3Store's URLs carry the whole key (its prefix included) after the base.
             return S3Store(location: location, endpoint: endpoint, publicBaseURL: base, engine: storeEngine!)
         case .directory:
             let path = prefix.withoutTrailingSlash
-            return try FileStore(directory: "\(mediaDirectory.withoutTrailingSlash)/\(path)",
+            return try FileStore(directory: "\(storage.directory.withoutTrailingSlash)/\(path)",
                                  publicBaseURL: base.map { "\($0.withoutTrailingSlash)/\(path)" }, tempDirectory: scratch.path)
         }
     }

@@ -142,7 +142,7 @@ extension Enrichment {
         }
         let androidURL = emission.report.attachments.lazy.compactMap(\.androidURL).first
         var out = emission
-        out.bytes = request.request(around: enriched, androidURL: androidURL, rewrite: services.configuration.rewriteSourceURLs)
+        out.bytes = request.request(around: enriched, androidURL: androidURL, rewrite: services.rewriteSourceURLs)
         out.report.payloadBytes = out.bytes.count
         return out
     }

@@ -9,27 +9,26 @@ import Synchronization
 
 extension MediaEnricher {
     public struct Configuration: Sendable {
+        /// Where media is found in a payload (the generic keys) and how many attachments it gets.
         public var dialects: DialectReader
+        /// What is made of each media: thumbnail and display sizes, conversions.
         public var render: RenderOptions
         public var limits: MediaLimits
         public var posterMode: PosterMode
-        /// Rewrite the dialect's own URL field to the validated copy (set with a public base URL,
-        /// so an unchanged device SDK fetches the checked file).
-        public var rewriteSourceURLs: Bool
-        /// How long a conversion that ends past its work's deadline (as the cache's work, its
-        /// payload gone) still has to store what it made; nil: none, the work's deadline holds.
-        /// Set where payloads wait for their conversions (batch, worker).
-        public var conversionTime: Duration?
+        /// How long a payload whose movie or sound was still being converted at its deadline
+        /// waits for the conversion (see `Enrichment.awaitingConversions`), which meanwhile goes
+        /// on as the cache's work and has as long past its work's deadline to store what it made;
+        /// nil: no payload waits, the work's deadline holds. Batch and worker wait, the service
+        /// and relay not.
+        public var conversionWait: Duration?
 
         public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
-                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, rewriteSourceURLs: Bool = false,
-                    conversionTime: Duration? = nil) {
+                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, conversionWait: Duration? = nil) {
             self.dialects = dialects
             self.render = render
             self.limits = limits
             self.posterMode = posterMode
-            self.rewriteSourceURLs = rewriteSourceURLs
-            self.conversionTime = conversionTime
+            self.conversionWait = conversionWait
         }
     }
 }
@@ -43,6 +42,9 @@ public final class MediaServices: Sendable {
     /// Where downloaded bytes are parsed: this process's threads, or sandboxed helpers.
     public let decoder: any MediaDecoder
     public let configuration: MediaEnricher.Configuration
+    /// Rewrite the dialect's own URL field to the validated copy (with a public base URL, so an
+    /// unchanged device SDK fetches the checked file).
+    public let rewriteSourceURLs: Bool
     /// Results by media URL and render options, shared by every payload (nil: no cache).
     public let cache: MediaCache?
     /// Media decoded, rendered and stored at once, process-wide: bounds the pixels and renditions
@@ -52,7 +54,7 @@ public final class MediaServices: Sendable {
     let mediaJobs: AsyncSemaphore
 
     /// `decoder` defaults to decoding on `pool`, in this process.
-    public init(engine: FetchEngine, store: any MediaStore, configuration: MediaEnricher.Configuration,
+    public init(engine: FetchEngine, store: any MediaStore, configuration: MediaEnricher.Configuration, rewriteSourceURLs: Bool = false,
                 cache: MediaCache? = nil, maxMediaJobs: Int = 32, pool: BlockingPool = .shared, decoder: (any MediaDecoder)? = nil) {
         self.engine = engine
         self.store = store
@@ -61,6 +63,7 @@ public final class MediaServices: Sendable {
         self.pool = pool
         self.decoder = decoder ?? InProcessDecoder(pool: pool)
         self.configuration = configuration
+        self.rewriteSourceURLs = rewriteSourceURLs
     }
 
     /// A fresh enricher for one payload (iOS, too, makes an extension instance per notification).
@@ -150,7 +153,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             var content = request.content
             let attached = s.mediaRequests.indices.filter { s.entries[$0] != nil }
             content.attachments = attached.compactMap { s.entries[$0] }
-            if services.configuration.rewriteSourceURLs {
+            if services.rewriteSourceURLs {
                 var root = JSONValue.object(content.userInfo)
                 for i in attached {
                     let entry = s.entries[i]!
@@ -407,10 +410,10 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     /// The deadline of the writes after a movie's or sound's work: with a conversion, at least
-    /// `conversionTime` from now (the conversion may have outlasted the work's deadline, and what
+    /// `conversionWait` from now (the conversion may have outlasted the work's deadline, and what
     /// it made is what the payloads waiting for it came for).
     private func storeDeadline(_ deadline: ContinuousClock.Instant, converted: Bool) -> ContinuousClock.Instant {
-        guard converted, let time = services.configuration.conversionTime else { return deadline }
+        guard converted, let time = services.configuration.conversionWait else { return deadline }
         return max(deadline, .now + time)
     }
 

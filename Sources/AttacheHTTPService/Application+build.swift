@@ -65,12 +65,12 @@ func buildRouter(
     } else {
         controller.register(on: guarded)
     }
-    let health = HealthController(enrichment: enrichment, mediaDirectory: configuration.mediaDirectory,
-                                  minimumFreeBytes: configuration.minimumFreeBytes, store: configuration.store,
+    let health = HealthController(enrichment: enrichment, mediaDirectory: enrichment.storage.directory,
+                                  minimumFreeBytes: configuration.minimumFreeBytes, store: enrichment.storage.location,
                                   registry: registry)
     health.register(on: router)
     health.registerMetrics(on: guarded)
     // With an object store, devices read the bucket (or its CDN): there is nothing to serve here.
-    if configuration.store.isLocal { MediaController(directory: configuration.mediaDirectory).register(on: router) }
+    if enrichment.storage.location.isLocal { MediaController(directory: enrichment.storage.directory).register(on: router) }
     return router
 }

@@ -4,12 +4,11 @@ import AttacheEnrichment
 import AttacheStore
 import AttacheTenants
 
-/// Everything `attache serve` configures.
+/// Everything `attache serve` configures beside its enrichment (whose configuration holds the
+/// deadline policy and the store: `/media` serves the store's directory, and a bucket turns it off).
 public struct ServerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// A request's budget from its `Attache-Deadline-Ms` (the default when it sends none).
-    public var deadline: DeadlinePolicy
     /// Largest request body (a payload is at most 64 KiB).
     public var maxBodyBytes: Int
     /// Enrichments at once; past that, answer at once with the original and reason `overloaded`.
@@ -17,10 +16,6 @@ public struct ServerConfiguration: Sendable {
     /// Bearer tokens accepted on `/v1/*` and `/metrics` (several, for rotation); empty: no auth.
     /// With tenants, they guard `/metrics` only: `/v1/enrich` takes the tenants' tokens.
     public var tokens: [String]
-    /// Where `/media/<name>` reads from (the enrichment's media directory).
-    public var mediaDirectory: String
-    /// A bucket turns `/media` off (404: devices read the bucket) and is asked by `/readyz`.
-    public var store: StoreLocation = .directory
     /// `/readyz` says 503 when the media directory's filesystem has less free space than this
     /// (default: the largest attachment, a 50 MB movie).
     public var minimumFreeBytes: Int
@@ -30,21 +25,17 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,
-        deadline: DeadlinePolicy = .service,
         maxBodyBytes: Int = 64 * 1024,
         maxInFlight: Int = 256,
         tokens: [String] = [],
-        mediaDirectory: String = "./attache-media",
         minimumFreeBytes: Int = 50 * 1024 * 1024,
         connections: ConnectionLimits = ConnectionLimits()
     ) {
         self.host = host
         self.port = port
-        self.deadline = deadline
         self.maxBodyBytes = maxBodyBytes
         self.maxInFlight = maxInFlight
         self.tokens = tokens
-        self.mediaDirectory = mediaDirectory
         self.minimumFreeBytes = minimumFreeBytes
         self.connections = connections
     }

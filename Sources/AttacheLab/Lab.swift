@@ -92,12 +92,12 @@ public final class Lab: Sendable {
             originURL = "http://127.0.0.1:\(origin.port)"
             samples = found.map { [originURL] in ($0.name, $0.text.replacingAll(Self.samplesOrigin, with: originURL)) }
             var options = options
-            options.mediaDirectory = mediaDirectory
-            options.store = .directory
-            options.publicBaseURL = publicBase + "/media"
+            options.storage.directory = mediaDirectory
+            options.storage.location = .directory
+            options.storage.publicBaseURL = publicBase + "/media"
             options.cache = nil  // every run fetches: a timeline of a cache hit shows nothing
-            options.allowedEndpoints.append(.init(address: IPAddress("127.0.0.1")!, port: origin.port))
-            dialects = DialectReader(genericKeys: options.genericKeys, maxAttachments: options.maxAttachments)
+            options.fetch.policy.allowedEndpoints.append(.init(address: IPAddress("127.0.0.1")!, port: origin.port))
+            dialects = options.media.dialects
             enrichment = try Enrichment(configuration: options, logger: logger)
         } catch {
             ScratchSpace.removeTree(workDirectory)

@@ -69,12 +69,12 @@ struct BatchCommand: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(level: .warning)
         var options = try enrich.options(storage: storage)
-        options.conversionWait = try conversions.wait()
+        options.media.conversionWait = try conversions.wait()
         // One batch, one cache: a URL named by a thousand payloads is fetched once. Work goes on
         // past its payload's deadline as in the service (warm-through), so that a conversion the
         // payload waits for is not cut off at that deadline.
         options.cache = MediaCache.Configuration(timeToLive: .seconds(86_400), maxEntries: 1_000_000,
-                                                 warmThrough: options.conversionWait == nil ? nil : .seconds(30))
+                                                 warmThrough: options.media.conversionWait == nil ? nil : .seconds(30))
         let source = BatchInput.at(input)
         let outputIsDirectory: Bool = {
             if case .directory = source { return !output.hasSuffix(".jsonl") && !output.hasSuffix(".json") }

@@ -53,7 +53,7 @@ struct EnrichCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let options = try enrich.options(storage: storage, defaultIsolation: .inProcess)
-        let runtime = Enrichment.runtime(options)
+        let runtime = ExtensionRuntime(configuration: options.runtime)
         // Exactly one payload out: whoever claims the emission first — the enrichment, or a
         // SIGTERM/SIGINT that comes before it — writes it.
         let claim = EmissionClaim()

@@ -28,9 +28,6 @@ extension QueueWorker {
         public var ackWait: Duration = .seconds(30)
         /// Deliveries before the stream gives up on a message.
         public var maxDeliver = 10
-        /// A message's budget from its `Attache-Deadline-Ms` header, counted from its publish, and
-        /// never past `longestDeadline`.
-        public var deadline = DeadlinePolicy()
         /// How long a publish waits for the output stream's acknowledgement.
         public var publishTimeout: Duration = .seconds(5)
 
@@ -163,7 +160,7 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        let gate = AdmissionGate(tenants: tenants, policy: configuration.deadline.capped(at: configuration.longestDeadline),
+        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy.capped(at: configuration.longestDeadline),
                                  metrics: metrics)
         var admission: Admission?, passReason: Reason?
         switch gate.admit(message.header(Self.tenantHeader).flatMap { tenants?.tenant(named: $0) }) {

@@ -29,8 +29,6 @@ public struct RelayConfiguration: Sendable {
     public var apnsUpstream: String
     /// Where `POST /v1/projects/…/messages:send` goes.
     public var fcmUpstream: String
-    /// A request's enrichment budget from its `Attache-Deadline-Ms`, as the service's.
-    public var deadline: DeadlinePolicy
     /// How long the upstream has to answer once the request is forwarded.
     public var upstreamTimeout: Duration
     /// Certificate authorities (PEM) trusted for the upstreams instead of the system's.
@@ -45,13 +43,12 @@ public struct RelayConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,
-                deadline: DeadlinePolicy = .service, upstreamTimeout: Duration = .seconds(10), maxBodyBytes: Int = 64 * 1024) {
+                upstreamTimeout: Duration = .seconds(10), maxBodyBytes: Int = 64 * 1024) {
         self.host = host
         self.port = port
         self.tls = tls
         self.apnsUpstream = apnsUpstream
         self.fcmUpstream = fcmUpstream
-        self.deadline = deadline
         self.upstreamTimeout = upstreamTimeout
         self.maxBodyBytes = maxBodyBytes
     }

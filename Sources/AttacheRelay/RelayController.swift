@@ -89,7 +89,7 @@ struct RelayController: Sendable {
         }
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).
-        let gate = AdmissionGate(tenants: tenants, policy: configuration.deadline, metrics: metrics)
+        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
         var admission: Admission?, passReason: Reason?
         switch gate.admit(app.flatMap { tenants?.tenant(app: $0) }) {
         case .admitted(let admitted): admission = admitted

@@ -54,6 +54,8 @@ struct LabCommand: LongRunningCommand {
         var lab: LabConfiguration
         var options: Enrichment.Configuration
         var logFormat: LogFormat
+        /// The environment or a configuration file names a store setting, which the lab does not use.
+        var storeSettingsIgnored: Bool
     }
 
     func configure(_ settings: Settings) throws -> Setup {
@@ -76,7 +78,8 @@ struct LabCommand: LongRunningCommand {
         lab.maxRunsAtOnce = maxRuns
         lab.maxSweepCells = maxSweepCells
         let options = try enrich.options(settings, storage: nil, defaultDeadline: DeadlinePolicy.service.default)
-        return Setup(lab: lab, options: options, logFormat: try process.format(settings))
+        let storeSettingsIgnored = ["ATTACHE_STORE", "ATTACHE_MEDIA_DIR", "ATTACHE_PUBLIC_BASE_URL"].contains { settings.source.value(of: $0) != nil }
+        return Setup(lab: lab, options: options, logFormat: try process.format(settings), storeSettingsIgnored: storeSettingsIgnored)
     }
 
     func run() async throws {
@@ -87,7 +90,7 @@ struct LabCommand: LongRunningCommand {
         var setup = try await setUp()
         _ = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.lab")
-        if setup.options.publicBaseURL != nil || !setup.options.store.isLocal {
+        if setup.storeSettingsIgnored {
             logger.notice("the lab keeps what it makes in a temporary directory of its own: the store and public base URL settings are not used")
         }
         // The port is known before the enrichment is made: its stored media's URLs name it.

@@ -152,7 +152,6 @@ struct RelayCommand: LongRunningCommand {
         let metricsPort = try metrics.port(settings)
         var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
-        relay.deadline = options.deadlinePolicy
         return Setup(relay: relay, credentials: credentials, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
     }
 

@@ -93,9 +93,6 @@ struct ServeCommand: LongRunningCommand {
 
         var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
-        server.deadline = options.deadlinePolicy
-        server.mediaDirectory = options.mediaDirectory
-        server.store = options.store
         return Setup(server: server, options: options, logFormat: logFormat, tenantsFile: tenants.path(settings))
     }
 

@@ -87,10 +87,10 @@ func readTenantsFile(_ path: String) throws -> [Tenant] {
 func startEnrichment(_ options: Enrichment.Configuration, tenantsFile path: String?,
                      logger: Logger) async throws -> (Enrichment, TenantsFileService?) {
     let enrichment = try Enrichment(configuration: options, logger: logger)
-    if options.publicBaseURL == nil, case .directory = options.store {
+    if options.storage.publicBaseURL == nil, options.storage.location.isLocal {
         // Right for a try on one machine, never for devices: said once, at start.
         logger.warning("no --public-base-url: attachments will name file:// URLs, which no device can fetch; give the URL the media directory is served under", metadata: [
-            "attache.media_dir": "\(options.mediaDirectory)",
+            "attache.media_dir": "\(options.storage.directory)",
         ])
     }
     guard let path else { return (enrichment, nil) }

@@ -122,8 +122,7 @@ struct WorkerCommand: LongRunningCommand {
 
         var options = try enrich.options(settings, storage: storage)
         options.cache = try cache.configuration(settings)
-        options.conversionWait = try conversions.wait(settings)
-        queue.deadline = options.deadlinePolicy
+        options.media.conversionWait = try conversions.wait(settings)
         return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) },
                      tenantsFile: tenants.path(settings))
     }
@@ -137,9 +136,9 @@ struct WorkerCommand: LongRunningCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue
-        if setup.options.deadline > queue.longestDeadline {
+        if setup.options.runtime.deadline > queue.longestDeadline {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
-                "attache.deadline_s": "\(setup.options.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
+                "attache.deadline_s": "\(setup.options.runtime.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
             ])
         }
 

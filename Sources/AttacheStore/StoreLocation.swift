@@ -19,3 +19,20 @@ public enum StoreLocation: Sendable {
         return false
     }
 }
+
+/// Where an enrichment's results go, and under which URL devices read them.
+public struct StoreConfiguration: Sendable {
+    /// The file store's directory, and in any case where the scratch space (downloads, writes in
+    /// progress) lives.
+    public var directory: String
+    /// The directory itself, or an S3-compatible bucket.
+    public var location: StoreLocation
+    /// What stored media's URLs start with; nil: `file://` URLs, or the bucket's own.
+    public var publicBaseURL: String?
+
+    public init(directory: String = "./attache-media", location: StoreLocation = .directory, publicBaseURL: String? = nil) {
+        self.directory = directory
+        self.location = location
+        self.publicBaseURL = publicBaseURL
+    }
+}

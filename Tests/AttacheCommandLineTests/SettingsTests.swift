@@ -60,17 +60,17 @@ struct Variables: SettingsSource {
             "ATTACHE_MEDIA_KEYS": "pic,photo", "ATTACHE_ON_TIMEOUT": "best-attempt", "ATTACHE_MEDIA_DIR": "/tmp/m",
         ])
         let options = try EnrichOptionGroup.parse([]).options(s, storage: try .parse([]))
-        #expect(options.deadline == .milliseconds(1500))
-        #expect(options.thumbnailSize == 200)
-        #expect(options.posterMode == .exact)
-        #expect(options.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
-        #expect(options.onTimeout == .bestAttempt)
-        #expect(options.mediaDirectory == "/tmp/m")
-        #expect(try EnrichOptionGroup.parse(["--no-default-media-keys", "--media-key", "/d/img"]).options(settings([:]), storage: try .parse([])).genericKeys == ["/d/img"])
-        #expect(try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_NO_DEFAULT_MEDIA_KEYS": "true"]), storage: try .parse([])).genericKeys.isEmpty)
+        #expect(options.runtime.deadline == .milliseconds(1500))
+        #expect(options.media.render.thumbnailSize == 200)
+        #expect(options.media.posterMode == .exact)
+        #expect(options.media.dialects.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
+        #expect(options.runtime.onTimeout == .bestAttempt)
+        #expect(options.storage.directory == "/tmp/m")
+        #expect(try EnrichOptionGroup.parse(["--no-default-media-keys", "--media-key", "/d/img"]).options(settings([:]), storage: try .parse([])).media.dialects.genericKeys == ["/d/img"])
+        #expect(try EnrichOptionGroup.parse([]).options(settings(["ATTACHE_NO_DEFAULT_MEDIA_KEYS": "true"]), storage: try .parse([])).media.dialects.genericKeys.isEmpty)
         #expect(throws: (any Error).self) { try EnrichOptionGroup.parse(["--media-key", "/a~x"]).options(settings([:]), storage: try .parse([])) }
         let flagged = try EnrichOptionGroup.parse(["--thumbnail-size", "100", "--display-size", "150"]).options(s, storage: try .parse([]))
-        #expect((flagged.thumbnailSize, flagged.displaySize) == (100, 150))
+        #expect((flagged.media.render.thumbnailSize, flagged.media.render.displaySize) == (100, 150))
         #expect { try EnrichOptionGroup.parse(["--display-size", "100"]).options(s, storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message == "--display-size must be between 200 and 8192 (got 100)"
         }
@@ -96,9 +96,9 @@ struct Variables: SettingsSource {
         #expect { try EnrichOptionGroup.parse(["--deadline", "40s"]).options(settings([:]), storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message.hasPrefix("--deadline 40s is above the longest deadline, 30s") ?? false
         }
-        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:]), storage: try .parse([])).deadline == .seconds(40))
+        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:]), storage: try .parse([])).runtime.deadline == .seconds(40))
         // The command's own default gives way to a lower maximum.
-        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:]), storage: try .parse([])).deadline == .seconds(5))
+        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:]), storage: try .parse([])).runtime.deadline == .seconds(5))
     }
 
     enum Format: String, CaseIterable { case text, json }

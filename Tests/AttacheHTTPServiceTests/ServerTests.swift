@@ -28,15 +28,15 @@ struct ServiceHarness {
         origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         mediaDirectory = try makeTempDirectory()
         var options = Enrichment.Configuration()
-        options.mediaDirectory = mediaDirectory
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        options.deadline = deadline
-        options.publicBaseURL = "https://cdn.example.com/media"
+        options.storage.directory = mediaDirectory
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
+        options.runtime.deadline = deadline
+        options.storage.publicBaseURL = "https://cdn.example.com/media"
         options.cache = cache ? MediaCache.Configuration() : nil
         options.maxMediaJobs = maxMediaJobs
         enrichment = try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        server = ServerConfiguration(host: "127.0.0.1", port: 0, deadline: DeadlinePolicy(default: deadline), maxInFlight: maxInFlight,
-                                     tokens: tokens, mediaDirectory: mediaDirectory, minimumFreeBytes: minimumFreeBytes,
+        server = ServerConfiguration(host: "127.0.0.1", port: 0, maxInFlight: maxInFlight,
+                                     tokens: tokens, minimumFreeBytes: minimumFreeBytes,
                                      connections: connections)
     }
 

@@ -31,10 +31,12 @@ extension QueueWorkerTests {
         let payload = Array(#"{"aps":{"alert":"no media"}}"#.utf8)
 
         var options = Enrichment.Configuration()
-        options.mediaDirectory = try makeTempDirectory()
+        options.storage.directory = try makeTempDirectory()
+        options.runtime.deadline = policy.default
+        options.maxDeadline = policy.maximum
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
         defer { enrichment.shutdown() }
-        let router = buildRouter(configuration: ServerConfiguration(port: 0, deadline: policy, mediaDirectory: options.mediaDirectory),
+        let router = buildRouter(configuration: ServerConfiguration(port: 0),
                                  enrichment: enrichment)
         let service = try await Application(router: router).test(.router) { client in
             var budgets: [Int] = []
@@ -64,7 +66,7 @@ extension QueueWorkerTests {
             }
         }
         // The relay: its upstream is a closed port, and every answer (a 503 here) says the budget.
-        let relayConfiguration = RelayConfiguration(port: 0, apnsUpstream: "http://127.0.0.1:\(try freePorts(1)[0])", deadline: policy)
+        let relayConfiguration = RelayConfiguration(port: 0, apnsUpstream: "http://127.0.0.1:\(try freePorts(1)[0])")
         let forwarder = try Forwarder(configuration: relayConfiguration)
         defer { forwarder.shutdown() }
         let relay = try buildRelayApplication(configuration: relayConfiguration, enrichment: enrichment, forwarder: forwarder, logger: Self.quiet)

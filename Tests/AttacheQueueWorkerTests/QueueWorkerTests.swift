@@ -22,18 +22,18 @@ import Testing
                     conversions: (decoder: HeldConversions, wait: Duration, ackWait: Duration)? = nil,
                     _ body: (NATSConnection) async throws -> Void) async throws {
         var options = Enrichment.Configuration()
-        options.mediaDirectory = try makeTempDirectory()
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        options.deadline = deadline
+        options.storage.directory = try makeTempDirectory()
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
+        options.runtime.deadline = policy?.default ?? deadline
+        if let policy { options.maxDeadline = policy.maximum }
         options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: conversions == nil ? nil : .seconds(30))
-        options.conversionWait = conversions?.wait
+        options.media.conversionWait = conversions?.wait
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet, decoder: conversions?.decoder)
         var configuration = QueueWorker.Configuration(nats: NATSOptions(url: server.url))
         if let conversions {
             configuration.ackWait = conversions.ackWait
             configuration.publishTimeout = .seconds(1)
         }
-        configuration.deadline = policy ?? DeadlinePolicy(default: deadline)
         if let maxDeliver { configuration.maxDeliver = maxDeliver }
         let worker = QueueWorker(configuration: configuration, enrichment: enrichment,
                                  tenants: try tenants.map { try Tenants($0, makeScope: Tenants.scope(in: enrichment)) }, logger: Self.quiet)

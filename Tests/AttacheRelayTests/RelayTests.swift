@@ -42,15 +42,15 @@ struct RelayHarness {
             upstreams.fcm.stop()
         }
         var options = Enrichment.Configuration()
-        options.mediaDirectory = try makeTempDirectory()
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        options.publicBaseURL = "https://cdn.example.com/m"
+        options.storage.directory = try makeTempDirectory()
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
+        options.storage.publicBaseURL = "https://cdn.example.com/m"
+        options.runtime.deadline = Fixtures.generousDeadline
         let enrichment = try Enrichment(configuration: options, logger: quiet)
         defer { enrichment.shutdown() }
         let nowhere = "http://127.0.0.1:\(try freePorts(1)[0])"
         var configuration = RelayConfiguration(port: 0, apnsUpstream: closed ? nowhere : upstreams.apns.url,
                                                fcmUpstream: closed ? nowhere : upstreams.fcm.url,
-                                               deadline: DeadlinePolicy(default: Fixtures.generousDeadline),
                                                upstreamTimeout: .seconds(5))
         try configure(&configuration)
         let relayTenants = try tenants.map { try Tenants($0, makeScope: Tenants.scope(in: enrichment)) }

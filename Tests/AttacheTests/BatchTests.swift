@@ -21,9 +21,9 @@ import Glibc
 
     static func enrichment(_ media: String, cache: Bool = true) throws -> Enrichment {
         var options = Enrichment.Configuration()
-        options.mediaDirectory = media
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        options.deadline = .seconds(10)
+        options.storage.directory = media
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
+        options.runtime.deadline = .seconds(10)
         options.cache = cache ? MediaCache.Configuration() : nil
         return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

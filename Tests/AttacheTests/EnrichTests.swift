@@ -166,7 +166,7 @@ import Testing
     /// The key conflict is about the configured key: `media` taken already is one (nothing fetched),
     /// an `attachments` of the sender's own is not (the array goes under `media`).
     @Test func theConflictIsWithTheConfiguredKey() async throws {
-        let (h, e) = try Harness.started { $0.attachmentsKey = "media" }
+        let (h, e) = try Harness.started { $0.runtime.attachmentsKey = "media" }
         defer { h.stop(e) }
         let taken = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/alpha.png","media":1}"#))
         #expect(taken.reason == .keyConflict)
@@ -230,14 +230,14 @@ import Testing
         defer { h.stop() }
         let input = h.sample("onesignal.json")
         // Room for the payload and trimmed entries, not full ones: trimmed, still enriched.
-        let trimmed = try h.enrichment { $0.maxPayloadBytes = input.count + 330 }
+        let trimmed = try h.enrichment { $0.runtime.maxPayloadBytes = input.count + 330 }
         defer { trimmed.shutdown() }
         let t = try await trimmed.enrich(input)
         #expect(t.outcome == .enriched)
         #expect(t.bytes.count <= input.count + 330)
         #expect(!String(decoding: t.bytes, as: UTF8.self).contains("\"thumbnail\""))
         // No room at all: the original, with payload-too-large.
-        let tight = try h.enrichment { $0.maxPayloadBytes = input.count + 20 }
+        let tight = try h.enrichment { $0.runtime.maxPayloadBytes = input.count + 20 }
         defer { tight.shutdown() }
         let f = try await tight.enrich(input)
         #expect(f.outcome == .fallback)
@@ -460,7 +460,7 @@ import Testing
     @Test func refusedMoviesFallBack() async throws {
         try await Harness.expectOriginal({ $0.sample("fallback-playlist.json") }, reason: .unsupportedType)
         // Without conversion, a WebM is refused as iOS would refuse it.
-        let (h, e) = try Harness.started { $0.transcode = nil }
+        let (h, e) = try Harness.started { $0.media.render.transcode = nil }
         defer { h.stop(e) }
         let input = h.sample("webm.json")
         let emission = try await e.enrich(input)
@@ -523,7 +523,7 @@ struct RecordingHandler: LogHandler {
     @Test func theNextPayloadFindsWhatTheLastOneLeftRunning() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration(warmThrough: .seconds(20))
-            $0.deadline = .milliseconds(600)
+            $0.runtime.deadline = .milliseconds(600)
         }
         defer { h.stop(e) }
         // The origin takes 2 s to answer: longer than a payload's deadline, not than the work limit.
@@ -544,7 +544,7 @@ struct RecordingHandler: LogHandler {
     @Test func withoutItTheWorkEndsWithThePayload() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration()
-            $0.deadline = .milliseconds(600)
+            $0.runtime.deadline = .milliseconds(600)
         }
         defer { h.stop(e) }
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?delay=2000"}"#)

@@ -21,9 +21,9 @@ struct Harness {
 
     func enrichment(_ tweak: (inout Enrichment.Configuration) -> Void = { _ in }) throws -> Enrichment {
         var options = Enrichment.Configuration()
-        options.mediaDirectory = mediaDirectory
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
-        options.deadline = Fixtures.generousDeadline
+        options.storage.directory = mediaDirectory
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
+        options.runtime.deadline = Fixtures.generousDeadline
         tweak(&options)
         return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
@@ -56,7 +56,7 @@ struct Harness {
 
     /// The same, media named under a public base URL (the dialects' own fields are rewritten).
     static func startedWithPublicURLs() throws -> (Harness, Enrichment) {
-        try started { $0.publicBaseURL = publicBase }
+        try started { $0.storage.publicBaseURL = publicBase }
     }
 
     static let publicBase = "https://cdn.example.com/m/"

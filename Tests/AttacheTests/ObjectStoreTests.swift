@@ -19,8 +19,8 @@ import Testing
             let h = try Harness()
             try await server.createBucket("campaigns")
             let e = try h.enrichment {
-                $0.store = objectStore(server)
-                $0.deadline = .seconds(20)
+                $0.storage.location = objectStore(server)
+                $0.runtime.deadline = .seconds(20)
             }
             defer { h.stop(e) }
             let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/animated.gif"}"#))
@@ -41,8 +41,8 @@ import Testing
         try await SeaweedFS.with { server in
             let h = try Harness()
             let e = try h.enrichment {
-                $0.store = objectStore(server)
-                $0.deadline = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
+                $0.storage.location = objectStore(server)
+                $0.runtime.deadline = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
             }
             defer { h.stop(e) }
             await server.halt()
@@ -64,10 +64,10 @@ import Testing
             defer { h.stop() }
             func replica() throws -> Enrichment {
                 try h.enrichment {
-                    $0.store = objectStore(server)
+                    $0.storage.location = objectStore(server)
                     $0.cache = MediaCache.Configuration(timeToLive: .seconds(3600), maxEntries: 100)
-                    $0.deadline = .seconds(20)
-                    $0.mediaDirectory = try! makeTempDirectory()  // each replica its own scratch space
+                    $0.runtime.deadline = .seconds(20)
+                    $0.storage.directory = try! makeTempDirectory()  // each replica its own scratch space
                 }
             }
             let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg"}"#)

@@ -61,11 +61,11 @@ import Testing
     /// deadline, and payloads that wait for their conversions.
     static func waitingEnrichment(_ decoder: HeldConversions, wait: Duration? = .seconds(120), deadline: Duration = .seconds(10)) throws -> Enrichment {
         var options = Enrichment.Configuration()
-        options.deadline = deadline
-        options.mediaDirectory = try makeTempDirectory()
-        options.allowedAddresses = [CIDR("127.0.0.1/32")!]
+        options.runtime.deadline = deadline
+        options.storage.directory = try makeTempDirectory()
+        options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
         options.cache = MediaCache.Configuration(warmThrough: .seconds(30))
-        options.conversionWait = wait
+        options.media.conversionWait = wait
         return try Enrichment(configuration: options, logger: ExtensionRuntime.silent, decoder: decoder)
     }
 
