@@ -165,7 +165,7 @@ public struct BatchRunner: Sendable {
               let first = bytes.split(separator: 0x0A).first,
               let recorded = BatchInputIdentity(json: (try? JSONParser().parse(Array(first)))?.objectValue?["input"]) else { return }
         if let why = identity.mismatch(with: recorded) {
-            throw BatchError("--resume: \(configuration.report) is the ledger of another input (\(why)); "
+            throw BatchError(.foreignLedger, path: configuration.report, "--resume: \(configuration.report) is the ledger of another input (\(why)); "
                 + "run without --resume to start over, or give another --output")
         }
     }

@@ -23,7 +23,7 @@ extension BatchRunner.Configuration {
         let identities = named.map { FileIdentity(path: $0.path) }
         for i in named.indices {
             for j in named.indices where j > i && identities[i] == identities[j] {
-                throw BatchError("\(named[i].role) \(named[i].path) and \(named[j].role) \(named[j].path) are the same file; "
+                throw BatchError(.sameFile, path: named[j].path, "\(named[i].role) \(named[i].path) and \(named[j].role) \(named[j].path) are the same file; "
                     + "give each of the input, --output, --report and --rejects a file of its own")
             }
         }

@@ -26,7 +26,7 @@ final class LineFile {
         let flags = O_WRONLY | O_CREAT | O_TRUNC
         fd = open(path, flags, 0o644)
         self.lines = kept
-        guard fd >= 0 else { throw BatchError("cannot write \(path)") }
+        guard fd >= 0 else { throw BatchError(.cannotWrite, path: path, "cannot write \(path)") }
         try append(contentsOf: kept)
     }
 
@@ -43,12 +43,12 @@ final class LineFile {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
         for line in lines { bytes += line; bytes.append(0x0A) }
-        guard bytes.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { throw BatchError("cannot write \(path)") }
+        guard bytes.withUnsafeBytes({ writeAll(fd: fd, $0) }) else { throw BatchError(.cannotWrite, path: path, "cannot write \(path)") }
     }
 
     /// What was written is on disk.
     func sync() throws {
-        guard fsync(fd) == 0 else { throw BatchError("cannot sync \(path)") }
+        guard fsync(fd) == 0 else { throw BatchError(.cannotWrite, path: path, "cannot sync \(path)") }
     }
 
     deinit {
@@ -56,7 +56,26 @@ final class LineFile {
     }
 }
 
+/// Why a batch cannot start or go on: a code a caller can act on (`sameFile` and
+/// `foreignLedger` are the command line's to fix; `cannotWrite` is the disk's), the file it is
+/// about, and the words.
 public struct BatchError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// Two of the input, output, report and rejects name the same file.
+        case sameFile = "same-file"
+        /// `--resume` was given the ledger of another input.
+        case foreignLedger = "foreign-ledger"
+        /// An output, report or rejects file could not be opened, written or synced.
+        case cannotWrite = "cannot-write"
+    }
+
+    public let code: Code
+    public let path: String
     public let description: String
-    init(_ description: String) { self.description = description }
+
+    init(_ code: Code, path: String, _ description: String) {
+        self.code = code
+        self.path = path
+        self.description = description
+    }
 }

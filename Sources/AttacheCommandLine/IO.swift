@@ -18,9 +18,9 @@ public func printError(_ line: String) { writeStderr(Array((line + "\n").utf8)) 
 /// Writes a file the user named (which may be /dev/stdout or a pipe, so not via a rename).
 public func writeFile(_ path: String, _ bytes: [UInt8]) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    guard fd >= 0 else { throw FileReadError(description: "cannot write \(path)") }
+    guard fd >= 0 else { throw FileError.now(.cannotWrite, path) }
     let written = bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
-    guard close(fd) == 0, written else { throw FileReadError(description: "cannot write \(path)") }
+    guard close(fd) == 0, written else { throw FileError.now(.cannotWrite, path) }
 }
 
 /// An environment variable, nil when unset or empty.

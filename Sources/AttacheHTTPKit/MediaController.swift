@@ -95,7 +95,7 @@ public struct MediaController: Sendable {
                     let n = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { pointer in
                         try file.read(at: at, into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<length]))
                     }
-                    guard n == length else { throw FileReadError(description: "\(file.path) is shorter than it was") }
+                    guard n == length else { throw FileError(.shortened, path: file.path) }
                     return buffer
                 }
                 try await writer.write(chunk)

@@ -48,7 +48,7 @@ public final class Origin: Sendable {
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw OriginError("socket failed") }
+        guard fd >= 0 else { throw OriginError(.cannotListen, "socket failed: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -56,14 +56,14 @@ public final class Origin: Sendable {
         address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
         guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
             close(fd)
-            throw OriginError("origin host must be an IPv4 address, got \(configuration.host)")
+            throw OriginError(.badHost, "origin host must be an IPv4 address, got \(configuration.host)")
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard bound == 0, listen(fd, 1024) == 0 else {
             close(fd)
-            throw OriginError("cannot listen on \(configuration.host):\(configuration.port)")
+            throw OriginError(.cannotListen, "cannot listen on \(configuration.host):\(configuration.port)")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -141,9 +141,21 @@ public final class Origin: Sendable {
     }
 }
 
+/// Why the origin cannot start: its host is not one it can listen on, or the socket cannot be
+/// bound (the port taken, say).
 public struct OriginError: Error, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case badHost = "bad-host"
+        case cannotListen = "cannot-listen"
+    }
+
+    public let code: Code
     public let description: String
-    public init(_ description: String) { self.description = description }
+
+    init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 func readWholeFile(_ path: String) -> [UInt8]? {

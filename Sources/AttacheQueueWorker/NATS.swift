@@ -6,16 +6,31 @@ import AttacheSupport
 import Glibc
 #endif
 
+/// A NATS call that failed: which one (what a caller acts on: a failed connect stops the start, a
+/// failed publish leaves the message unacked for redelivery), and nats.c's words.
 public struct NATSError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+    public enum Code: String, Sendable {
+        case connect, stream, subscribe, publish, fetch
+    }
+
+    public let code: Code
+    /// nats.c's message.
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
 }
 
 /// Runs a shim call that reports failure with a message.
-private func check(_ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws {
+private func check(_ code: NATSError.Code, _ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws {
     var message = [CChar](repeating: 0, count: 512)
     let failed = message.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) } != 0
     if failed {
-        throw NATSError(description: String(cBuffer: message))
+        throw NATSError(code, String(cBuffer: message))
     }
 }
 
@@ -50,9 +65,9 @@ public final class NATSConnection: @unchecked Sendable {
                                   options.ca, options.name]) { s in
             var o = attache_nats_options(url: s[0], user: s[1], password: s[2], token: s[3], credentials: s[4], ca: s[5],
                                          tls: options.tls, name: s[6], timeout_ms: Int64(options.connectTimeout.milliseconds))
-            try check { attache_nats_connect(&made, &o, $0, $1) }
+            try check(.connect) { attache_nats_connect(&made, &o, $0, $1) }
         }
-        guard let made else { throw NATSError(description: "connect: no connection") }
+        guard let made else { throw NATSError(.connect, "connect: no connection") }
         handle = made
     }
 
@@ -66,18 +81,18 @@ public final class NATSConnection: @unchecked Sendable {
     /// Makes the stream when it is missing; returns its duplicate window, as it is.
     public func ensureStream(_ name: String, subject: String, duplicateWindow: Duration) throws -> Duration {
         var window: Int64 = 0
-        try check { attache_nats_ensure_stream(handle, name, subject, duplicateWindow.nanoseconds, &window, $0, $1) }
+        try check(.stream) { attache_nats_ensure_stream(handle, name, subject, duplicateWindow.nanoseconds, &window, $0, $1) }
         return .nanoseconds(window)
     }
 
     public func pullSubscribe(stream: String, subject: String, durable: String, ackWait: Duration, maxDeliver: Int,
                               maxAckPending: Int) throws -> NATSSubscription {
         var sub: OpaquePointer?
-        try check {
+        try check(.subscribe) {
             attache_nats_pull_subscribe(handle, &sub, stream, subject, durable, ackWait.nanoseconds, Int64(maxDeliver),
                                         Int64(maxAckPending), $0, $1)
         }
-        guard let sub else { throw NATSError(description: "pull subscribe: no subscription") }
+        guard let sub else { throw NATSError(.subscribe, "pull subscribe: no subscription") }
         return NATSSubscription(sub, connection: self)
     }
 
@@ -90,7 +105,7 @@ public final class NATSConnection: @unchecked Sendable {
             let strings = pointers.map { UnsafePointer($0) }
             try strings.withUnsafeBufferPointer { list in
                 try data.withUnsafeBytes { bytes in
-                    try check {
+                    try check(.publish) {
                         attache_nats_publish(handle, subject, bytes.baseAddress, Int32(bytes.count), list.baseAddress,
                                              Int32(headers.count), Int64(timeout.milliseconds), &duplicate, $0, $1)
                     }
@@ -120,7 +135,7 @@ public final class NATSSubscription: @unchecked Sendable {
     public func fetch(batch: Int, timeout: Duration) throws -> [NATSMessage] {
         var out = [OpaquePointer?](repeating: nil, count: max(1, batch))
         var count: Int32 = 0
-        try check { attache_nats_fetch(handle, Int32(max(1, batch)), Int64(timeout.milliseconds), &out, &count, $0, $1) }
+        try check(.fetch) { attache_nats_fetch(handle, Int32(max(1, batch)), Int64(timeout.milliseconds), &out, &count, $0, $1) }
         return out.prefix(Int(count)).compactMap { $0.map { NATSMessage($0, connection: connection) } }
     }
 }

@@ -70,26 +70,46 @@ extension RelayConfiguration.Identity {
     /// what is wrong with it (NIOSSL says only `failedToLoadCertificate`).
     func load(certificateOption: String, keyOption: String) throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
         for (option, path) in [(certificateOption, certificatePath), (keyOption, keyPath)] where access(path, R_OK) != 0 {
-            throw IdentityFileError(description: "\(option) \(path): \(String(cString: strerror(errno)))")
+            throw IdentityFileError(.unreadable, option: option, path: path, "\(option) \(path): \(String(cString: strerror(errno)))")
         }
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
         } catch {
-            throw IdentityFileError(description: "\(certificateOption) \(certificatePath) is not a PEM certificate chain (\(error))")
+            throw IdentityFileError(.notCertificate, option: certificateOption, path: certificatePath,
+                                    "\(certificateOption) \(certificatePath) is not a PEM certificate chain (\(error))")
         }
         guard !chain.isEmpty else {
-            throw IdentityFileError(description: "\(certificateOption) \(certificatePath) holds no certificate")
+            throw IdentityFileError(.notCertificate, option: certificateOption, path: certificatePath,
+                                    "\(certificateOption) \(certificatePath) holds no certificate")
         }
         do {
             return (chain, try NIOSSLPrivateKey(file: keyPath, format: .pem))
         } catch {
-            throw IdentityFileError(description: "\(keyOption) \(keyPath) is not a PEM private key (\(error))")
+            throw IdentityFileError(.notKey, option: keyOption, path: keyPath, "\(keyOption) \(keyPath) is not a PEM private key (\(error))")
         }
     }
 }
 
 /// A certificate or key file that cannot be used, said with the option and the file.
 public struct IdentityFileError: Error, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// Missing, or not readable by this process.
+        case unreadable
+        case notCertificate = "not-certificate"
+        case notKey = "not-key"
+    }
+
+    public let code: Code
+    /// The option that named the file (`--tls-cert`, say).
+    public let option: String
+    public let path: String
     public let description: String
+
+    init(_ code: Code, option: String, path: String, _ description: String) {
+        self.code = code
+        self.option = option
+        self.path = path
+        self.description = description
+    }
 }

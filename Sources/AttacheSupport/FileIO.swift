@@ -2,11 +2,54 @@
 import Glibc
 #endif
 
-/// A file could not be read or written.
-public struct FileReadError: Error, CustomStringConvertible {
-    public let description: String
-    public init(description: String) {
-        self.description = description
+/// A file could not be read or written: what was being done, to which file, and why the system
+/// said it failed.
+public struct FileError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case cannotOpen = "cannot-open"
+        case cannotRead = "cannot-read"
+        case cannotWrite = "cannot-write"
+        /// No temp file could be made in the directory.
+        case cannotCreate = "cannot-create"
+        case cannotMakeDirectory = "cannot-make-directory"
+        case cannotLink = "cannot-link"
+        case cannotSync = "cannot-sync"
+        /// A directory, a FIFO, a device: never read as a file.
+        case notRegular = "not-regular"
+        /// The file became shorter while it was being read.
+        case shortened
+    }
+
+    public let code: Code
+    /// The file (with `cannotCreate`, the directory).
+    public let path: String
+    /// errno, when the system said why.
+    public let systemError: Int32?
+
+    public init(_ code: Code, path: String, systemError: Int32? = nil) {
+        self.code = code
+        self.path = path
+        self.systemError = systemError
+    }
+
+    /// The same, with the errno of the call that just failed.
+    public static func now(_ code: Code, _ path: String) -> FileError {
+        FileError(code, path: path, systemError: errno)
+    }
+
+    public var description: String {
+        let why = systemError.map { ": \(String(cString: strerror($0)))" } ?? ""
+        switch code {
+        case .cannotOpen: return "cannot open \(path)\(why)"
+        case .cannotRead: return "cannot read \(path)\(why)"
+        case .cannotWrite: return "cannot write \(path)\(why)"
+        case .cannotCreate: return "cannot create a file in \(path)\(why)"
+        case .cannotMakeDirectory: return "cannot create directory \(path)\(why)"
+        case .cannotLink: return "cannot link \(path)\(why)"
+        case .cannotSync: return "cannot sync \(path)\(why)"
+        case .notRegular: return "\(path) is not a regular file"
+        case .shortened: return "\(path) is shorter than it was"
+        }
     }
 }
 
@@ -14,7 +57,7 @@ public struct FileReadError: Error, CustomStringConvertible {
 /// anything else (a pipe, a terminal, a /proc file, whose size reads as 0) in chunks until end of
 /// file.
 public func readAll(fd: Int32, name: String) throws -> [UInt8] {
-    func failure() -> FileReadError { FileReadError(description: "cannot read \(name): \(String(cString: strerror(errno)))") }
+    func failure() -> FileError { .now(.cannotRead, name) }
     var info = stat()
     if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 {
         let size = Int(info.st_size)
@@ -42,7 +85,7 @@ public func readAll(fd: Int32, name: String) throws -> [UInt8] {
 /// A whole file's bytes.
 public func readFile(_ path: String) throws -> [UInt8] {
     let fd = open(path, O_RDONLY)
-    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else { throw FileError.now(.cannotOpen, path) }
     defer { close(fd) }
     return try readAll(fd: fd, name: path)
 }
@@ -64,11 +107,11 @@ public final class RegularFile: Sendable {
 
     public init(_ path: String, followingLinks: Bool = false) throws {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
-        guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FileError.now(.cannotOpen, path) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
-            throw FileReadError(description: "\(path) is not a regular file")
+            throw FileError(.notRegular, path: path)
         }
         self.fd = fd
         self.size = Int(info.st_size)
@@ -82,7 +125,7 @@ public final class RegularFile: Sendable {
         while count < buffer.count {
             let n = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(offset + count))
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else { throw FileError.now(.cannotRead, path) }
             if n == 0 { break }
             count += n
         }
@@ -129,7 +172,7 @@ public func makeTempFile(in directory: String, prefix: String) -> (fd: Int32, pa
 public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory: String? = nil, durable: Bool = false) throws {
     let directory = tempDirectory ?? parentDirectory(path)
     guard let (fd, temp) = makeTempFile(in: directory, prefix: ".tmp") else {
-        throw FileReadError(description: "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
+        throw FileError.now(.cannotCreate, directory)
     }
     var ok = bytes.withUnsafeBytes { writeAll(fd: fd, $0) } && fchmod(fd, 0o644) == 0
     if ok && durable { ok = fsync(fd) == 0 }
@@ -138,7 +181,7 @@ public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory:
     guard ok, rename(temp, path) == 0 else {
         let failure = ok ? errno : error
         unlink(temp)
-        throw FileReadError(description: "cannot write \(path): \(String(cString: strerror(failure)))")
+        throw FileError(.cannotWrite, path: path, systemError: failure)
     }
     if durable { try syncDirectory(parentDirectory(path)) }
 }
@@ -149,7 +192,7 @@ public func writeFileAtomically(_ path: String, _ bytes: [UInt8], tempDirectory:
 public func linkFileDurably(_ source: String, to path: String) throws {
     try syncFile(source)
     guard link(source, path) == 0 || errno == EEXIST else {
-        throw FileReadError(description: "cannot link \(path): \(String(cString: strerror(errno)))")
+        throw FileError.now(.cannotLink, path)
     }
     chmod(path, 0o644)
     try syncDirectory(parentDirectory(path))
@@ -168,9 +211,9 @@ public func syncDirectory(_ path: String) throws {
 
 private func fsyncPath(_ path: String, _ flags: Int32) throws {
     let fd = open(path, flags)
-    guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else { throw FileError.now(.cannotOpen, path) }
     defer { close(fd) }
-    guard fsync(fd) == 0 else { throw FileReadError(description: "cannot sync \(path): \(String(cString: strerror(errno)))") }
+    guard fsync(fd) == 0 else { throw FileError.now(.cannotSync, path) }
 }
 
 private func parentDirectory(_ path: String) -> String {
@@ -201,14 +244,14 @@ public func makeDirectories(_ path: String) throws {
     for part in path.split(separator: "/") {
         current += "/" + part
         if mkdir(current, 0o755) != 0 && errno != EEXIST {
-            throw FileReadError(description: "cannot create directory \(current): \(String(cString: strerror(errno)))")
+            throw FileError.now(.cannotMakeDirectory, current)
         }
     }
 }
 
 /// The names in a directory, without `.` and `..`, in no particular order.
 public func directoryEntries(_ path: String) throws -> [String] {
-    guard let dir = opendir(path) else { throw FileReadError(description: "cannot open directory \(path)") }
+    guard let dir = opendir(path) else { throw FileError.now(.cannotOpen, path) }
     defer { closedir(dir) }
     var names: [String] = []
     while let entry = readdir(dir) {
@@ -240,7 +283,7 @@ public final class InputFile: @unchecked Sendable {  // immutable after init
             return
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FileError.now(.cannotOpen, path) }
         defer { close(fd) }
         (mapping, count, copy) = try Self.map(fd, name: path)
     }

@@ -28,7 +28,7 @@ public struct ScratchSpace: Sendable {
         try makeDirectories(root)
         Self.sweep(root, olderThan: staleAfter)
         guard mkdir(path, 0o700) == 0 else {
-            throw FileReadError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw FileError.now(.cannotMakeDirectory, path)
         }
     }
 

@@ -148,7 +148,7 @@ import Glibc
         let kept = try (readBytes("\(dir)/out.jsonl"), readBytes("\(dir)/out.jsonl.report.jsonl"))
         func expectRefused(_ input: String, shard: (Int, Int)? = nil, _ why: String) async throws {
             await #expect { try await run(input, "\(dir)/out.jsonl", media: "\(dir)/media", resume: true, shard: shard) } throws: {
-                "\($0)".contains("ledger of another input") && "\($0)".contains(why)
+                ($0 as? BatchError)?.code == .foreignLedger && "\($0)".contains("ledger of another input") && "\($0)".contains(why)
             }
             let now = try (readBytes("\(dir)/out.jsonl"), readBytes("\(dir)/out.jsonl.report.jsonl"))
             #expect(now == kept)
