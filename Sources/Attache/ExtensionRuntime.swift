@@ -11,7 +11,9 @@ public enum TimeoutPolicy: String, Sendable, CaseIterable {
 
 extension ExtensionRuntime {
     public struct Configuration: Sendable {
-        public var deadline: Duration
+        /// How long each payload is given from when it is handed over: its deadline is then plus
+        /// this budget.
+        public var budget: Duration
         public var onTimeout: TimeoutPolicy
         /// The key the attachments array goes under.
         public var attachmentsKey: String
@@ -23,14 +25,14 @@ extension ExtensionRuntime {
         public var windDown: Duration
 
         public init(
-            deadline: Duration = DeadlinePolicy.standardDefault,
+            budget: Duration = DeadlinePolicy.standardDefault,
             onTimeout: TimeoutPolicy = .original,
             attachmentsKey: String = AttachmentEntry.defaultKey,
             maxPayloadBytes: Int = PayloadBudget.apns,
             parser: JSONParser = JSONParser(),
             windDown: Duration = .milliseconds(10)
         ) {
-            self.deadline = deadline
+            self.budget = budget
             self.onTimeout = onTimeout
             self.attachmentsKey = attachmentsKey
             self.maxPayloadBytes = maxPayloadBytes
@@ -83,7 +85,7 @@ public struct ExtensionRuntime: Sendable {
     ) async throws(PayloadError) -> Emission {
         let start = ContinuousClock.now
         // Stop waiting a little early (at most half the budget) so the answer is out by the deadline.
-        let deadline = start + max(configuration.deadline / 2, configuration.deadline - configuration.windDown)
+        let deadline = start + max(configuration.budget / 2, configuration.budget - configuration.windDown)
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
         if payload.repeatedAPNsKey(attachmentsKey: configuration.attachmentsKey) != nil {
@@ -195,7 +197,7 @@ public struct ExtensionRuntime: Sendable {
                       start: ContinuousClock.Instant) -> Emission {
         Emission(bytes: bytes, report: EnrichReport(
             outcome: outcome, reason: reason, elapsedMs: Self.milliseconds(start.duration(to: .now)),
-            deadlineMs: Self.milliseconds(configuration.deadline), payloadBytes: bytes.count, attachments: attachments
+            deadlineMs: Self.milliseconds(configuration.budget), payloadBytes: bytes.count, attachments: attachments
         ))
     }
 

@@ -19,7 +19,7 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Option(help: "Deadline for each payload: 300ms, 2s, 1.5s [ATTACHE_DEADLINE; default \(DurationText.format(DeadlinePolicy.standardDefault)), \(DurationText.format(DeadlinePolicy.service.default)) for serve, relay and lab].", transform: parseDuration)
     var deadline: Duration?
 
-    @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default \(DurationText.format(standardOptions.maxDeadline))].", transform: parseDuration)
+    @Option(help: "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker [ATTACHE_MAX_DEADLINE, default \(DurationText.format(standardOptions.maxBudget))].", transform: parseDuration)
     var maxDeadline: Duration?
 
     @Option(help: "What to emit when the deadline passes: original or best-attempt [ATTACHE_ON_TIMEOUT, default \(standardOptions.runtime.onTimeout.rawValue)].")
@@ -69,13 +69,13 @@ public struct EnrichOptionGroup: ParsableArguments {
     public init() {}
 
     /// The options, flags first, then `settings`; `storage` is where the results go (nil: the
-    /// command keeps its own store, as the lab does); `defaultDeadline` and `defaultIsolation`
+    /// command keeps its own store, as the lab does); `defaultBudget` and `defaultIsolation`
     /// are the command's own.
-    public func options(_ settings: Settings = Settings(), storage: StorageOptionGroup?, defaultDeadline: Duration = DeadlinePolicy.standardDefault,
+    public func options(_ settings: Settings = Settings(), storage: StorageOptionGroup?, defaultBudget: Duration = DeadlinePolicy.standardDefault,
                         defaultIsolation: Isolation = .process) throws -> Enrichment.Configuration {
         var options = Enrichment.Configuration()
-        options.maxDeadline = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxDeadline)
-        options.runtime = try runtime(settings, defaultDeadline: min(defaultDeadline, options.maxDeadline), maxDeadline: options.maxDeadline)
+        options.maxBudget = try settings.duration(maxDeadline, "ATTACHE_MAX_DEADLINE", option: "--max-deadline", default: options.maxBudget)
+        options.runtime = try runtime(settings, defaultBudget: min(defaultBudget, options.maxBudget), maxBudget: options.maxBudget)
         if let storage { options.storage = try storage.configuration(settings) }
         options.fetch.policy.allowed = try settings.cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")
         options.fetch.proxy = settings.string(proxy, "ATTACHE_PROXY")
@@ -90,15 +90,15 @@ public struct EnrichOptionGroup: ParsableArguments {
 
     /// The runtime's part: the default budget (a command's own, lowered to the maximum unless
     /// asked for), what is emitted at the deadline, the attachments key, the payload budget.
-    private func runtime(_ settings: Settings, defaultDeadline: Duration, maxDeadline: Duration) throws -> ExtensionRuntime.Configuration {
+    private func runtime(_ settings: Settings, defaultBudget: Duration, maxBudget: Duration) throws -> ExtensionRuntime.Configuration {
         var runtime = standardOptions.runtime
         // A deadline asked for above the maximum is refused (a header asking as much would be
         // capped: the two would disagree); a command's own default gives way to a lower maximum.
         let deadlineGiven = deadline != nil || settings.source.value(of: "ATTACHE_DEADLINE") != nil
-        runtime.deadline = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultDeadline)
-        if deadlineGiven, runtime.deadline > maxDeadline {
-            throw ValidationError("\(deadline != nil ? "--deadline" : "ATTACHE_DEADLINE") \(DurationText.format(runtime.deadline)) is above "
-                + "the longest deadline, \(DurationText.format(maxDeadline)) (\(self.maxDeadline != nil ? "--max-deadline" : "ATTACHE_MAX_DEADLINE, default 30s")): "
+        runtime.budget = try settings.duration(deadline, "ATTACHE_DEADLINE", option: "--deadline", default: defaultBudget)
+        if deadlineGiven, runtime.budget > maxBudget {
+            throw ValidationError("\(deadline != nil ? "--deadline" : "ATTACHE_DEADLINE") \(DurationText.format(runtime.budget)) is above "
+                + "the longest deadline, \(DurationText.format(maxBudget)) (\(self.maxDeadline != nil ? "--max-deadline" : "ATTACHE_MAX_DEADLINE, default 30s")): "
                 + "lower it or raise --max-deadline")
         }
         runtime.onTimeout = try settings.choice(onTimeout, "ATTACHE_ON_TIMEOUT", default: runtime.onTimeout)

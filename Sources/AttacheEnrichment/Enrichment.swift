@@ -18,7 +18,7 @@ extension Enrichment {
         public var runtime = ExtensionRuntime.Configuration()
         /// The longest budget a payload's `Attache-Deadline-Ms` may ask of the service, the worker
         /// or the relay.
-        public var maxDeadline = DeadlinePolicy.standardMaximum
+        public var maxBudget = DeadlinePolicy.standardMaximum
         /// Where results go and under which URL.
         public var storage = StoreConfiguration()
         /// How media is fetched: the address policy, a proxy, the transport's limits. Its temp
@@ -39,7 +39,7 @@ extension Enrichment {
         public init() {}
 
         /// How the front doors that take a deadline per payload turn it into a budget.
-        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: runtime.deadline, maximum: maxDeadline) }
+        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: runtime.budget, maximum: maxBudget) }
     }
 }
 
@@ -98,17 +98,17 @@ public struct Enrichment: Sendable {
         runtime = ExtensionRuntime(configuration: options.runtime)
     }
 
-    /// Enriches one payload with the default media extension, under the configured deadline or
-    /// the one given.
+    /// Enriches one payload with the default media extension, under the configured budget or the
+    /// one given.
     /// `logger` carries the caller's request metadata; each attachment that fails is logged there.
     /// `observer` is told each attachment's report as it changes (see `ReportObserver`).
     /// `scope`: whose payload it is (a tenant's store, hosts, caps and cache namespace).
-    public func enrich(_ bytes: [UInt8], identifier: String = "payload", deadline: Duration? = nil,
+    public func enrich(_ bytes: [UInt8], identifier: String = "payload", budget: Duration? = nil,
                        logger: Logger = ExtensionRuntime.silent, observer: ReportObserver? = nil,
                        scope: EnrichmentScope = .unscoped) async throws(PayloadError) -> Emission {
         let services = self.services
         var runtime = self.runtime
-        if let deadline { runtime.configuration.deadline = deadline }
+        if let budget { runtime.configuration.budget = budget }
         if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger, observer: observer, scope: scope) {
             return fcm
         }
@@ -124,7 +124,7 @@ public struct Enrichment: Sendable {
                                     logger: Logger = ExtensionRuntime.silent, scope: EnrichmentScope = .unscoped) async -> Emission {
         guard let wait = conversionWait, wait > .zero, first.report.attachments.contains(where: \.conversionPending),
               !Task.isCancelled,
-              let again = try? await enrich(bytes, identifier: identifier, deadline: wait, logger: logger, scope: scope),
+              let again = try? await enrich(bytes, identifier: identifier, budget: wait, logger: logger, scope: scope),
               !again.report.attachments.contains(where: \.conversionPending),
               again.report.attachments.count(where: { $0.outcome == .attached }) >= first.report.attachments.count(where: { $0.outcome == .attached })
         else { return first }

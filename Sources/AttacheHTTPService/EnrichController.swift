@@ -102,7 +102,7 @@ struct EnrichController: Sendable {
         defer { metrics.inFlight(inFlight.leave()) }
         let enrichment = self.enrichment
         let work: @Sendable () async -> Result<Emission, PayloadError> = {
-            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, deadline: deadline, logger: logger, scope: scope)) }
+            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, budget: deadline, logger: logger, scope: scope)) }
             catch { return .failure(error) }
         }
         guard let watch = connections.watch(for: channel) else { return try await work().get() }

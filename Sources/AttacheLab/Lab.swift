@@ -27,7 +27,7 @@ public struct LabConfiguration: Sendable {
     /// Deadlines × faults in one sweep.
     public var maxSweepCells = 64
     /// The longest deadline a run may ask for.
-    public var maxDeadline: Duration = .seconds(30)
+    public var maxBudget: Duration = .seconds(30)
 
     public init() {}
 
@@ -213,8 +213,8 @@ public final class Lab: Sendable {
 
     /// The deadline asked for, within the lab's bounds.
     public func deadline(milliseconds: Int) throws -> Duration {
-        guard milliseconds >= 10, .milliseconds(milliseconds) <= configuration.maxDeadline else {
-            throw LabError("a deadline is between 10 ms and \(configuration.maxDeadline.milliseconds.formatted) ms, not \(milliseconds) ms")
+        guard milliseconds >= 10, .milliseconds(milliseconds) <= configuration.maxBudget else {
+            throw LabError("a deadline is between 10 ms and \(configuration.maxBudget.milliseconds.formatted) ms, not \(milliseconds) ms")
         }
         return .milliseconds(milliseconds)
     }
@@ -222,9 +222,9 @@ public final class Lab: Sendable {
     // MARK: - Running
 
     /// One enrichment, when a run slot is free; `observer` sees each attachment's report change.
-    public func run(_ bytes: [UInt8], deadline: Duration, observer: ReportObserver? = nil) async throws -> Emission {
+    public func run(_ bytes: [UInt8], budget: Duration, observer: ReportObserver? = nil) async throws -> Emission {
         try await runs.withPermit {
-            try await enrichment.enrich(bytes, identifier: "lab", deadline: deadline, observer: observer)
+            try await enrichment.enrich(bytes, identifier: "lab", budget: budget, observer: observer)
         }
     }
 

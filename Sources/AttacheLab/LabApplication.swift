@@ -78,7 +78,7 @@ struct LabController: Sendable {
             "origin": .string(lab.originURL),
             "budget_bytes": .int(lab.enrichment.runtime.configuration.maxPayloadBytes),
             "limits": .object(JSONObject([
-                "max_deadline_ms": .int(Int(configuration.maxDeadline.milliseconds)),
+                "max_deadline_ms": .int(Int(configuration.maxBudget.milliseconds)),
                 "max_sweep_cells": .int(configuration.maxSweepCells),
             ])),
         ])
@@ -130,7 +130,7 @@ struct LabController: Sendable {
         let lab = self.lab
         return EventStream.response { events in
             events.send("start", LabEvents.start(deadline: deadline, payload: bytes, profile: profile))
-            let emission = try await lab.run(bytes, deadline: deadline) { index, report in
+            let emission = try await lab.run(bytes, budget: deadline) { index, report in
                 events.send("attachment", LabEvents.attachment(index, report))
             }
             events.send("result", lab.result(emission, asRun: bytes))
@@ -168,7 +168,7 @@ struct LabController: Sendable {
             let grid = try await withThrowingTaskGroup(of: SweepGrid.Cell.self) { group in
                 for job in jobs {
                     group.addTask {
-                        let emission = try await lab.run(job.bytes, deadline: .milliseconds(job.deadline))
+                        let emission = try await lab.run(job.bytes, budget: .milliseconds(job.deadline))
                         let cell = SweepGrid.Cell(deadlineMs: job.deadline, profile: job.profile.name, report: emission.report)
                         var o = JSONObject([
                             "deadline_ms": .int(cell.deadlineMs), "profile": .string(cell.profile), "outcome": .string(cell.outcome.rawValue),

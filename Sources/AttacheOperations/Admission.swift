@@ -37,7 +37,7 @@ public struct AdmissionGate: Sendable {
             return .refused(tenant, refusal)
         }
         return .admitted(Admission(tenant: tenant, scope: tenants.scope(for: tenant),
-                                   policy: tenant.maxDeadline.map { policy.capped(at: $0) } ?? policy, tenants: tenants,
+                                   policy: tenant.maxBudget.map { policy.capped(at: $0) } ?? policy, tenants: tenants,
                                    metrics: metrics))
     }
 }

@@ -37,7 +37,7 @@ extension QueueWorker {
 
         /// The most a message is given: what the ack wait leaves after a publish that takes its
         /// longest (a second at least).
-        public var longestDeadline: Duration { max(.seconds(1), ackWait - publishTimeout - .seconds(1)) }
+        public var longestBudget: Duration { max(.seconds(1), ackWait - publishTimeout - .seconds(1)) }
 
         /// The output stream must drop a republish for as long as a message can be redelivered.
         public var requiredDuplicateWindow: Duration { ackWait * maxDeliver }
@@ -160,7 +160,7 @@ public struct QueueWorker: Service {
         }
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
-        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy.capped(at: configuration.longestDeadline),
+        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy.capped(at: configuration.longestBudget),
                                  metrics: metrics)
         var admission: Admission?, passReason: Reason?
         switch gate.admit(message.header(Self.tenantHeader).flatMap { tenants?.tenant(named: $0) }) {
@@ -186,7 +186,7 @@ public struct QueueWorker: Service {
             ])
         }
         let budget = policy.budget(header: deadlineHeader)
-        let remaining = Self.remaining(deadline: budget, publishedNs: metadata?.timestampNs)
+        let remaining = Self.remaining(budget: budget, publishedNs: metadata?.timestampNs)
         let out: [UInt8], outcome: String
         do throws(PayloadError) {
             // Already late (it waited in the stream, or this is a redelivery): the original, at once.
@@ -195,7 +195,7 @@ public struct QueueWorker: Service {
             } else if remaining <= .zero {
                 try enrichment.passOn(bytes, reason: .timeout)
             } else {
-                await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, deadline: remaining, scope: scope),
+                await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, budget: remaining, scope: scope),
                                           of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
             if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
@@ -269,11 +269,11 @@ public struct QueueWorker: Service {
     /// The header a message names its tenant in.
     public static let tenantHeader = "Attache-Tenant"
 
-    /// What is left of `deadline` counted from the publish time (the server's clock; without
+    /// What is left of `budget` counted from the publish time (the server's clock; without
     /// metadata, from now).
-    static func remaining(deadline: Duration, publishedNs: Int64?, nowNs: Int64 = wallClockNs()) -> Duration {
-        guard let publishedNs else { return deadline }
-        return deadline - .nanoseconds(nowNs - publishedNs)
+    static func remaining(budget: Duration, publishedNs: Int64?, nowNs: Int64 = wallClockNs()) -> Duration {
+        guard let publishedNs else { return budget }
+        return budget - .nanoseconds(nowNs - publishedNs)
     }
 }
 

@@ -160,7 +160,7 @@ struct RelayController: Sendable {
             return (received, Emission.outcomeHeader(.fallback, passReason))
         }
         do {
-            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", deadline: budget, logger: logger,
+            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", budget: budget, logger: logger,
                                                        scope: admission?.scope ?? .unscoped)
             if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
             return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)

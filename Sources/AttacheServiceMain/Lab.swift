@@ -77,7 +77,7 @@ struct LabCommand: LongRunningCommand {
         guard (1...400).contains(maxSweepCells) else { throw ValidationError("--max-sweep-cells must be between 1 and 400") }
         lab.maxRunsAtOnce = maxRuns
         lab.maxSweepCells = maxSweepCells
-        let options = try enrich.options(settings, storage: nil, defaultDeadline: DeadlinePolicy.service.default)
+        let options = try enrich.options(settings, storage: nil, defaultBudget: DeadlinePolicy.service.default)
         let storeSettingsIgnored = ["ATTACHE_STORE", "ATTACHE_MEDIA_DIR", "ATTACHE_PUBLIC_BASE_URL"].contains { settings.source.value(of: $0) != nil }
         return Setup(lab: lab, options: options, logFormat: try process.format(settings), storeSettingsIgnored: storeSettingsIgnored)
     }

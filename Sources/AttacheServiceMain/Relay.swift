@@ -150,7 +150,7 @@ struct RelayCommand: LongRunningCommand {
             }
         }
         let metricsPort = try metrics.port(settings)
-        var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
+        var options = try enrich.options(settings, storage: storage, defaultBudget: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         return Setup(relay: relay, credentials: credentials, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
     }

@@ -91,7 +91,7 @@ struct ServeCommand: LongRunningCommand {
         limits.maxConnections = try settings.int(maxConnections, "ATTACHE_MAX_CONNECTIONS", option: "--max-connections", default: limits.maxConnections, in: 1...1_000_000)
         server.connections = limits
 
-        var options = try enrich.options(settings, storage: storage, defaultDeadline: DeadlinePolicy.service.default)
+        var options = try enrich.options(settings, storage: storage, defaultBudget: DeadlinePolicy.service.default)
         options.cache = try cache.configuration(settings)
         return Setup(server: server, options: options, logFormat: logFormat, tenantsFile: tenants.path(settings))
     }

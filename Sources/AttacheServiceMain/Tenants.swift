@@ -56,7 +56,7 @@ struct TenantsCommand: AsyncParsableCommand {
             for t in tenants {
                 var line = "\(t.name): \(t.tokenHashes.count) token\(t.tokenHashes.count == 1 ? "" : "s"), store prefix \"\(t.storePrefix)\""
                 line += ", hosts " + (t.hosts.map { $0.description } ?? "any")
-                if let d = t.maxDeadline { line += ", max deadline \(DurationText.format(d))" }
+                if let d = t.maxBudget { line += ", max deadline \(DurationText.format(d))" }
                 if let r = t.rate { line += ", \(r.perSecond)/s burst \(r.burst)" }
                 if let c = t.concurrency { line += ", \(c) at once" }
                 if let q = t.dailyDownloadBytes { line += ", \(q) bytes a day" }

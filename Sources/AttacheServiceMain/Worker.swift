@@ -136,9 +136,9 @@ struct WorkerCommand: LongRunningCommand {
         let registry = bootstrapProcess(logFormat: setup.logFormat)
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue
-        if setup.options.runtime.deadline > queue.longestDeadline {
+        if setup.options.runtime.budget > queue.longestBudget {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
-                "attache.deadline_s": "\(setup.options.runtime.deadline.seconds)", "attache.longest_s": "\(queue.longestDeadline.seconds)",
+                "attache.deadline_s": "\(setup.options.runtime.budget.seconds)", "attache.longest_s": "\(queue.longestBudget.seconds)",
             ])
         }
 

@@ -16,7 +16,7 @@ public struct Tenant: Sendable, Equatable {
     /// Where devices read its copies; nil: the service's public base URL.
     public var publicBaseURL: String?
     /// The longest deadline its payloads may ask for; nil: the service's.
-    public var maxDeadline: Duration?
+    public var maxBudget: Duration?
     /// Caps on its media (pixels, bytes); nil: the service's.
     public var limits: MediaLimits?
     /// Requests per second, with a burst; nil: no rate limit.
@@ -41,14 +41,14 @@ public struct Tenant: Sendable, Equatable {
     }
 
     public init(name: String, tokenHashes: [[UInt8]], hosts: HostAllowlist? = nil, storePrefix: String? = nil,
-                publicBaseURL: String? = nil, maxDeadline: Duration? = nil, limits: MediaLimits? = nil, rate: Rate? = nil,
+                publicBaseURL: String? = nil, maxBudget: Duration? = nil, limits: MediaLimits? = nil, rate: Rate? = nil,
                 concurrency: Int? = nil, dailyDownloadBytes: Int? = nil, cacheGroup: String? = nil) {
         self.name = name
         self.tokenHashes = tokenHashes
         self.hosts = hosts
         self.storePrefix = storePrefix ?? name + "/"
         self.publicBaseURL = publicBaseURL
-        self.maxDeadline = maxDeadline
+        self.maxBudget = maxBudget
         self.limits = limits
         self.rate = rate
         self.concurrency = concurrency

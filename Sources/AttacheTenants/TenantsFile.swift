@@ -145,7 +145,7 @@ public enum TenantsFile {
                 throw TenantsFileError(line: line(n), key: "\(path).max-deadline",
                                        message: DurationText.parse(text) == nil ? DurationText.problem(text) : "a duration above zero: 300ms, 2s, 1.5s")
             }
-            tenant.maxDeadline = d
+            tenant.maxBudget = d
         }
         var limits = MediaLimits(), capped = false
         if let n = value(settings, "max-pixels") { limits.maxPixels = try count(n, "\(path).max-pixels"); capped = true }

@@ -43,7 +43,7 @@ public struct DeadlineSweep: Sendable {
     public func run(_ bytes: [UInt8], deadlines: [Duration], each: (Run) -> Void = { _ in }) async throws -> [Run] {
         var runs: [Run] = []
         for deadline in deadlines {
-            let emission = try await enrichment.enrich(bytes, deadline: deadline)
+            let emission = try await enrichment.enrich(bytes, budget: deadline)
             let ids = emission.report.attachments.map(\.id)
             var attached: [String: Bool] = [:]
             for a in emission.report.attachments { attached[a.id] = a.outcome == .attached }

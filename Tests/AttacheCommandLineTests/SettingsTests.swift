@@ -60,7 +60,7 @@ struct Variables: SettingsSource {
             "ATTACHE_MEDIA_KEYS": "pic,photo", "ATTACHE_ON_TIMEOUT": "best-attempt", "ATTACHE_MEDIA_DIR": "/tmp/m",
         ])
         let options = try EnrichOptionGroup.parse([]).options(s, storage: try .parse([]))
-        #expect(options.runtime.deadline == .milliseconds(1500))
+        #expect(options.runtime.budget == .milliseconds(1500))
         #expect(options.media.render.thumbnailSize == 200)
         #expect(options.media.posterMode == .exact)
         #expect(options.media.dialects.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
@@ -96,9 +96,9 @@ struct Variables: SettingsSource {
         #expect { try EnrichOptionGroup.parse(["--deadline", "40s"]).options(settings([:]), storage: try .parse([])) } throws: {
             ($0 as? ValidationError)?.message.hasPrefix("--deadline 40s is above the longest deadline, 30s") ?? false
         }
-        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:]), storage: try .parse([])).runtime.deadline == .seconds(40))
+        #expect(try EnrichOptionGroup.parse(["--deadline", "40s", "--max-deadline", "1m"]).options(settings([:]), storage: try .parse([])).runtime.budget == .seconds(40))
         // The command's own default gives way to a lower maximum.
-        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:]), storage: try .parse([])).runtime.deadline == .seconds(5))
+        #expect(try EnrichOptionGroup.parse(["--max-deadline", "5s"]).options(settings([:]), storage: try .parse([])).runtime.budget == .seconds(5))
     }
 
     enum Format: String, CaseIterable { case text, json }

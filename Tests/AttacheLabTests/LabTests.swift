@@ -136,7 +136,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         defer { h.lab.shutdown() }
         let prepared = try await h.lab.prepare(try h.sample("generic.json"), profile: try #require(FaultProfile.named("404")))
         #expect(String(decoding: prepared, as: UTF8.self).contains("?status=404"))
-        let emission = try await h.lab.run(prepared, deadline: .seconds(10))
+        let emission = try await h.lab.run(prepared, budget: .seconds(10))
         #expect(emission.outcome == .fallback)
         #expect(emission.reason == .fetchFailed)
         #expect(emission.bytes == prepared)  // the fallback is the payload as run, byte for byte
@@ -153,7 +153,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         defer { other.stop() }
         let url = "http://127.0.0.1:\(other.port)/photo.jpg"
         let payload = "{\"aps\":{\"alert\":\"hi\",\"mutable-content\":1},\"image_url\":\"\(url)\"}"
-        let emission = try await h.lab.run(try await h.lab.prepare(payload, profile: FaultProfile.all[0]), deadline: .seconds(10))
+        let emission = try await h.lab.run(try await h.lab.prepare(payload, profile: FaultProfile.all[0]), budget: .seconds(10))
         #expect(emission.reason == .addressDenied)
         // Nor by asking for a fault, which fetches the URL to serve it from the lab's origin.
         await #expect(throws: LabError.self) { try await h.lab.prepare(payload, profile: try #require(FaultProfile.named("404"))) }

@@ -32,8 +32,8 @@ extension QueueWorkerTests {
 
         var options = Enrichment.Configuration()
         options.storage.directory = try makeTempDirectory()
-        options.runtime.deadline = policy.default
-        options.maxDeadline = policy.maximum
+        options.runtime.budget = policy.default
+        options.maxBudget = policy.maximum
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
         defer { enrichment.shutdown() }
         let router = buildRouter(configuration: ServerConfiguration(port: 0),

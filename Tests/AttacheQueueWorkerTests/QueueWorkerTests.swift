@@ -24,8 +24,8 @@ import Testing
         var options = Enrichment.Configuration()
         options.storage.directory = try makeTempDirectory()
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
-        options.runtime.deadline = policy?.default ?? deadline
-        if let policy { options.maxDeadline = policy.maximum }
+        options.runtime.budget = policy?.default ?? deadline
+        if let policy { options.maxBudget = policy.maximum }
         options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: conversions == nil ? nil : .seconds(30))
         options.media.conversionWait = conversions?.wait
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet, decoder: conversions?.decoder)
@@ -274,12 +274,12 @@ import Testing
 
     @Test func deadlinesCountFromThePublishTime() {
         let now: Int64 = 1_000_000_000_000
-        #expect(QueueWorker.remaining(deadline: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
-        #expect(QueueWorker.remaining(deadline: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)
-        #expect(QueueWorker.remaining(deadline: .seconds(3), publishedNs: nil, nowNs: now) == .seconds(3))
+        #expect(QueueWorker.remaining(budget: .seconds(10), publishedNs: now - 4_000_000_000, nowNs: now) == .seconds(6))
+        #expect(QueueWorker.remaining(budget: .seconds(1), publishedNs: now - 4_000_000_000, nowNs: now) < .zero)
+        #expect(QueueWorker.remaining(budget: .seconds(3), publishedNs: nil, nowNs: now) == .seconds(3))
         var c = QueueWorker.Configuration(nats: NATSOptions(url: "nats://127.0.0.1:1"))
-        #expect(c.longestDeadline == .seconds(24))  // 30 s ack wait − 5 s publish − 1 s
+        #expect(c.longestBudget == .seconds(24))  // 30 s ack wait − 5 s publish − 1 s
         c.ackWait = .seconds(2)
-        #expect(c.longestDeadline == .seconds(1))
+        #expect(c.longestBudget == .seconds(1))
     }
 }

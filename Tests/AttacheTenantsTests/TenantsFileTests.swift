@@ -37,7 +37,7 @@ import Testing
         #expect(acme.hosts?.allows(host: "x.acme-media.example") == true)
         #expect(acme.storePrefix == "brands/acme/")
         #expect(acme.publicBaseURL == "https://media.acme.example")
-        #expect(acme.maxDeadline == .milliseconds(1500))
+        #expect(acme.maxBudget == .milliseconds(1500))
         #expect(acme.limits?.maxPixels == 20_000_000)
         #expect(acme.limits?.imageBytes == 5_000_000)
         #expect(acme.limits?.videoBytes == 20_000_000)

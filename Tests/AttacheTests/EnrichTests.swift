@@ -523,7 +523,7 @@ struct RecordingHandler: LogHandler {
     @Test func theNextPayloadFindsWhatTheLastOneLeftRunning() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration(warmThrough: .seconds(20))
-            $0.runtime.deadline = .milliseconds(600)
+            $0.runtime.budget = .milliseconds(600)
         }
         defer { h.stop(e) }
         // The origin takes 2 s to answer: longer than a payload's deadline, not than the work limit.
@@ -534,7 +534,7 @@ struct RecordingHandler: LogHandler {
         let cache = try #require(e.services.cache)
         #expect(await eventually(within: .seconds(15)) { cache.statistics.warmed == 1 })
         // A hit needs no 600 ms, but a busy machine may take longer: what is checked is where it came from.
-        let second = try await e.enrich(input, deadline: Fixtures.generousDeadline)
+        let second = try await e.enrich(input, budget: Fixtures.generousDeadline)
         #expect(second.outcome == .enriched)
         #expect(second.report.attachments.first?.cache == .hit)
         #expect(h.origin.statistics.requests == 1)
@@ -544,14 +544,14 @@ struct RecordingHandler: LogHandler {
     @Test func withoutItTheWorkEndsWithThePayload() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration()
-            $0.runtime.deadline = .milliseconds(600)
+            $0.runtime.budget = .milliseconds(600)
         }
         defer { h.stop(e) }
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?delay=2000"}"#)
         #expect(try await e.enrich(input).reason == .timeout)
         // Given time, the next payload fetches again: nothing was kept. (It may first wait for the
         // abandoned computation to end, if that is still unwinding, then start its own.)
-        let second = try await e.enrich(input, deadline: Fixtures.generousDeadline)
+        let second = try await e.enrich(input, budget: Fixtures.generousDeadline)
         #expect(second.outcome == .enriched)
         #expect(second.report.attachments.first?.cache == .miss)
         #expect(e.services.cache?.statistics.misses == 2)  // started again: nothing was kept

@@ -28,7 +28,7 @@ import Testing
         // Time enough for the poster on a busy machine (at the suites' start, with FFmpeg loading
         // and 300 tests beginning at once on 2 cores, 5 s was sometimes not); the conversion waits
         // for the test anyway, and the payloads go out with the poster at this deadline.
-        let runtime = ExtensionRuntime(configuration: .init(deadline: .seconds(10)))
+        let runtime = ExtensionRuntime(configuration: .init(budget: .seconds(10)))
         let payload = Array(#"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#.utf8)
         func attachment(_ emission: Emission) throws -> JSONObject {
             try #require(try Payload(bytes: emission.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
@@ -61,7 +61,7 @@ import Testing
     /// deadline, and payloads that wait for their conversions.
     static func waitingEnrichment(_ decoder: HeldConversions, wait: Duration? = .seconds(120), deadline: Duration = .seconds(10)) throws -> Enrichment {
         var options = Enrichment.Configuration()
-        options.runtime.deadline = deadline
+        options.runtime.budget = deadline
         options.storage.directory = try makeTempDirectory()
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
         options.cache = MediaCache.Configuration(warmThrough: .seconds(30))
@@ -84,7 +84,7 @@ import Testing
         defer { enrichment.shutdown() }
         let payload = Self.payload(origin, "clip-vp9.webm")
         // Time enough for the poster on a busy machine (a full parallel test run).
-        let first = try await enrichment.enrich(payload, deadline: .seconds(8))
+        let first = try await enrichment.enrich(payload, budget: .seconds(8))
         #expect(first.report.attachments.first?.conversionPending == true)
         #expect(first.report.attachments.first?.outcome == .attached)  // the poster
 
@@ -112,7 +112,7 @@ import Testing
         defer { enrichment.shutdown() }
         let payload = Self.payload(origin, "voice.opus")
         // Time enough to start the conversion on a busy machine (a full parallel test run).
-        let first = try await enrichment.enrich(payload, deadline: .seconds(8))
+        let first = try await enrichment.enrich(payload, budget: .seconds(8))
         #expect(first.outcome == .fallback && first.reason == .timeout)
         #expect(first.bytes == payload)
         #expect(first.report.attachments.first?.conversionPending == true)
@@ -136,7 +136,7 @@ import Testing
             let enrichment = try Self.waitingEnrichment(decoder, wait: wait)
             defer { enrichment.shutdown() }
             let payload = Self.payload(origin, "clip-vp9.webm")
-            let first = try await enrichment.enrich(payload, deadline: .seconds(8))
+            let first = try await enrichment.enrich(payload, budget: .seconds(8))
             #expect(first.report.attachments.first?.conversionPending == true)
             let waiting = Task { await enrichment.awaitingConversions(first, bytes: payload) }
             try await Task.sleep(for: .milliseconds(300))
