@@ -52,6 +52,9 @@ public struct EnrichOptionGroup: ParsableArguments {
     @Flag(name: .customLong("no-default-media-keys"), help: "Read only the --media-key keys, not the default generic ones (imageUrl, image_url, image-url, mediaUrl, media_url, media-url, attachmentUrl, attachment-url) [ATTACHE_NO_DEFAULT_MEDIA_KEYS].")
     var noDefaultMediaKeys = false
 
+    @Flag(name: .customLong("no-android-copy"), help: "Send an FCM request's Android image (android.notification.image, else notification.image) as it came, instead of a validated copy within FCM's 1 MB and 1350 px, made whether or not the APNs part is mutable [ATTACHE_NO_ANDROID_COPY].")
+    var noAndroidCopy = false
+
     @Option(help: "Movie poster frames: fast (keyframe at or before the thumbnail time) or exact (first frame at or after it) [ATTACHE_POSTER, default \(standardOptions.media.posterMode.rawValue)].")
     var poster: PosterMode?
 
@@ -123,6 +126,7 @@ public struct EnrichOptionGroup: ParsableArguments {
         if let bad = DialectReader.namedKeys(in: media.dialects.genericKeys).first(where: { $0.hasPrefix("/") && JSONPointer($0) == nil }) {
             throw ValidationError("--media-key \"\(bad)\" is not a JSON Pointer (RFC 6901: /a/b/0, with ~0 for ~ and ~1 for /)")
         }
+        media.androidCopies = try !settings.flag(noAndroidCopy, "ATTACHE_NO_ANDROID_COPY")
         media.posterMode = try settings.choice(poster, "ATTACHE_POSTER", default: media.posterMode)
         media.render.transcode = try transcode.settings(settings)
         return media

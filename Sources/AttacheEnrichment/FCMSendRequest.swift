@@ -9,11 +9,15 @@ import Logging
 /// Its APNs part is enriched as the payload FCM will deliver: `apns.payload` with
 /// `fcm_options.image` in it (FCM puts `apns.fcm_options.image`, else `notification.image`, there),
 /// under the `mutable-content` gate, in the APNs budget less what FCM adds on delivery. Then
-/// `apns.fcm_options.image` and `notification.image` name the validated iOS copy, and
-/// `android.notification.image` (added when there is a `notification.image` but no Android image)
-/// an Android copy made from the same download. URLs change only with a public base URL (a
-/// `file://` URL means nothing to FCM). Every other field of the envelope is written back as it
-/// came (order, number spelling); a fallback or passthrough is the original request, byte for byte.
+/// `apns.fcm_options.image` and `notification.image` name the validated iOS copy.
+///
+/// Its Android image (`android.notification.image`, else `notification.image`) is replaced by a
+/// validated Android copy whatever the gate says: Android has no extension to ask, its device
+/// downloads whatever URL it is given. The copy comes from the iOS image's download when both name
+/// the same URL and the APNs part is enriched, else from a download of its own under the same
+/// budget. URLs change only with a public base URL (a `file://` URL means nothing to FCM). Every
+/// other field of the envelope is written back as it came (order, number spelling); what is not
+/// changed is the original request, byte for byte.
 struct FCMSendRequest {
     /// What FCM adds to the APNs payload on delivery, kept free in the budget: `gcm.message_id`
     /// (about 36 bytes with its key), `google.c.a.e` (19), `google.c.sender.id` (about 35),
@@ -30,8 +34,10 @@ struct FCMSendRequest {
     let addedFCMOptions: Bool
     /// `aps.alert` was added to `apnsPayload` by us, as FCM adds it on delivery (taken back out).
     let addedAlert: Bool
-    /// The request has `notification.image` and no Android image: make one.
-    let wantsAndroidImage: Bool
+    /// The image FCM shows on iOS: `apns.fcm_options.image`, else `notification.image`.
+    let iosImage: String?
+    /// The image Android is given: `android.notification.image`, else `notification.image`.
+    let androidImage: String?
 
     /// The keys that name a message's target in FCM v1's `Message`: a registration token, a
     /// Firebase installation ID (what firebase-admin 7 sends in place of the deprecated token),
@@ -49,6 +55,9 @@ struct FCMSendRequest {
         let apns = message["apns"]?.objectValue
         var payload = apns?["payload"]?.objectValue ?? JSONObject()
         let image = apns?["fcm_options"]?.objectValue?["image"]?.stringValue ?? Self.notificationImage(message)
+        iosImage = image
+        androidImage = JSONValue.object(message)[path: [.key("android"), .key("notification"), .key("image")]]?.stringValue
+            ?? Self.notificationImage(message)
         addedFCMOptions = image != nil && payload["fcm_options"] == nil
         if addedFCMOptions, let image { payload["fcm_options"] = .object(JSONObject(["image": .string(image)])) }
         // FCM builds `aps.alert` from `message.notification` on delivery when the APNs payload
@@ -62,8 +71,6 @@ struct FCMSendRequest {
             addedAlert = false
         }
         apnsPayload = payload
-        wantsAndroidImage = Self.notificationImage(message) != nil
-            && JSONValue.object(message)[path: [.key("android"), .key("notification"), .key("image")]] == nil
     }
 
     /// Whether `bytes` could be a send request, from its first key alone (`message` or
@@ -91,23 +98,24 @@ struct FCMSendRequest {
         message["notification"]?.objectValue?["image"]?.stringValue
     }
 
-    /// The request around an enriched APNs payload: the media URLs pointed at the copies when
-    /// `rewrite` (a public base URL is set).
-    func request(around enriched: JSONObject, androidURL: String?, rewrite: Bool) -> [UInt8] {
-        var payload = enriched
-        let iosImage = payload["fcm_options"]?.objectValue?["image"]?.stringValue
-        if addedFCMOptions { payload["fcm_options"] = nil }
-        if addedAlert, case .object(var aps)? = payload["aps"] {
-            aps["alert"] = nil
-            payload["aps"] = .object(aps)
-        }
+    /// The request around an enriched APNs payload (nil: the APNs part as it came), the media URLs
+    /// pointed at the copies when `rewrite` (a public base URL is set).
+    func request(around enriched: JSONObject?, androidURL: String?, rewrite: Bool) -> [UInt8] {
         var value = JSONValue.object(root)
-        value.replace(at: [.key("message"), .key("apns"), .key("payload")][...], with: .object(payload))
-        if rewrite, let iosImage {
-            value.replace(at: [.key("message"), .key("apns"), .key("fcm_options"), .key("image")][...], with: .string(iosImage))
-            value.replace(at: [.key("message"), .key("notification"), .key("image")][...], with: .string(iosImage))
+        if var payload = enriched {
+            let iosImage = payload["fcm_options"]?.objectValue?["image"]?.stringValue
+            if addedFCMOptions { payload["fcm_options"] = nil }
+            if addedAlert, case .object(var aps)? = payload["aps"] {
+                aps["alert"] = nil
+                payload["aps"] = .object(aps)
+            }
+            value.replace(at: [.key("message"), .key("apns"), .key("payload")][...], with: .object(payload))
+            if rewrite, let iosImage {
+                value.replace(at: [.key("message"), .key("apns"), .key("fcm_options"), .key("image")][...], with: .string(iosImage))
+                value.replace(at: [.key("message"), .key("notification"), .key("image")][...], with: .string(iosImage))
+            }
         }
-        if rewrite, wantsAndroidImage, let androidURL, case .object(var message)? = value[path: [.key("message")]] {
+        if rewrite, let androidURL, case .object(var message)? = value[path: [.key("message")]] {
             var android = message["android"]?.objectValue ?? JSONObject()
             var notification = android["notification"]?.objectValue ?? JSONObject()
             notification["image"] = .string(androidURL)
@@ -120,8 +128,8 @@ struct FCMSendRequest {
 }
 
 extension Enrichment {
-    /// An FCM send request through the runtime: its APNs payload enriched, the request rebuilt
-    /// around it; nil when `bytes` is not one.
+    /// An FCM send request through the runtime: its APNs part enriched and its Android image
+    /// copied, each under the budget, the request rebuilt around them; nil when `bytes` is not one.
     func enrichFCMRequest(_ bytes: [UInt8], identifier: String, runtime: ExtensionRuntime,
                           logger: Logger, observer: ReportObserver?, scope: EnrichmentScope) async throws(PayloadError) -> Emission? {
         guard FCMSendRequest.mightBe(bytes), let root = try? Payload(bytes: bytes).root, let request = FCMSendRequest(root) else {
@@ -131,19 +139,60 @@ extension Enrichment {
         runtime.configuration.maxPayloadBytes = min(runtime.configuration.maxPayloadBytes, PayloadBudget.apns - FCMSendRequest.deliveryReserve)
         let inner = JSONWriter.bytes(.object(request.apnsPayload))
         let services = self.services
-        let emission = try await runtime.process(inner, identifier: identifier, logger: logger) {
-            services.makeExtension(androidCopy: request.wantsAndroidImage, observer: observer, scope: scope)
+        // Only a copy a device can be sent to is worth making apart: without a public base URL
+        // nothing of the Android part would change.
+        let androidImage = services.configuration.androidCopies ? request.androidImage : nil
+        let gated = (try? Payload(bytes: inner).wantsServiceExtension) ?? false
+        let together = androidImage != nil && androidImage == request.iosImage && gated
+        let apart = androidImage != nil && !together && services.rewriteSourceURLs
+        async let androidRun: Emission? = apart ? enrichAndroidImage(androidImage!, identifier: identifier, runtime: runtime,
+                                                                      logger: logger, scope: scope) : nil
+        let apns = try await runtime.process(inner, identifier: identifier, logger: logger) {
+            services.makeExtension(androidCopy: together, observer: observer, scope: scope)
         }
-        guard emission.outcome == .enriched || emission.outcome == .partial, let enriched = try? Payload(bytes: emission.bytes).root else {
-            var original = emission
-            original.bytes = bytes
-            original.report.payloadBytes = bytes.count
-            return original
+        // An Android image that is not a URL at all was not attempted: the request goes on as if
+        // it had none.
+        let android = await androidRun.flatMap { $0.report.attachments.isEmpty ? nil : $0 }
+        let apnsDone = apns.outcome == .enriched || apns.outcome == .partial
+        let androidURL = together ? apns.report.attachments.lazy.compactMap(\.androidURL).first
+                                  : android?.report.attachments.first?.androidURL
+
+        var out = apns
+        if let android {
+            out.report.attachments += android.report.attachments
+            out.report.elapsedMs = max(out.report.elapsedMs, android.report.elapsedMs)
+            let failure = android.report.attachments.first?.reason ?? .unsupportedType
+            switch (apnsDone, androidURL != nil) {
+            case (true, true): break
+            case (true, false): (out.report.outcome, out.report.reason) = (.partial, apns.reason ?? failure)
+            case (false, true): (out.report.outcome, out.report.reason) = apns.outcome == .passthrough ? (.enriched, nil) : (.partial, apns.reason)
+            case (false, false): (out.report.outcome, out.report.reason) = (.fallback, apns.outcome == .passthrough ? failure : apns.reason)
+            }
         }
-        let androidURL = emission.report.attachments.lazy.compactMap(\.androidURL).first
-        var out = emission
+        guard out.report.outcome == .enriched || out.report.outcome == .partial else {
+            out.bytes = bytes
+            out.report.payloadBytes = bytes.count
+            return out
+        }
+        let enriched = apnsDone ? (try? Payload(bytes: apns.bytes).root) : nil
         out.bytes = request.request(around: enriched, androidURL: androidURL, rewrite: services.rewriteSourceURLs)
         out.report.payloadBytes = out.bytes.count
         return out
+    }
+
+    /// The Android copy of `url` alone, as an attachment of a payload made for it (so that it is
+    /// fetched, checked, cached and stored as every attachment is, under the same budget).
+    private func enrichAndroidImage(_ url: String, identifier: String, runtime: ExtensionRuntime,
+                                    logger: Logger, scope: EnrichmentScope) async -> Emission? {
+        let payload: JSONValue = .object(JSONObject([
+            "aps": .object(JSONObject(["alert": .string("android"), "mutable-content": .number("1")])),
+            "fcm_options": .object(JSONObject(["image": .string(url)])),
+        ]))
+        let services = self.services
+        guard var emission = try? await runtime.process(JSONWriter.bytes(payload), identifier: identifier, logger: logger, makeExtension: {
+            services.makeExtension(androidCopy: true, scope: scope)
+        }) else { return nil }
+        for i in emission.report.attachments.indices { emission.report.attachments[i].id = "android" }
+        return emission
     }
 }

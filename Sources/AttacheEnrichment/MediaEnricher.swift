@@ -21,14 +21,19 @@ extension MediaEnricher {
         /// nil: no payload waits, the work's deadline holds. Batch and worker wait, the service
         /// and relay not.
         public var conversionWait: Duration?
+        /// An FCM send request's Android image is replaced by a validated copy (a JPEG within 1 MB,
+        /// at most 1350 px), whether or not its APNs part is mutable; false: it goes as it came.
+        public var androidCopies: Bool
 
         public init(dialects: DialectReader = DialectReader(), render: RenderOptions = RenderOptions(),
-                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, conversionWait: Duration? = nil) {
+                    limits: MediaLimits = MediaLimits(), posterMode: PosterMode = .fast, conversionWait: Duration? = nil,
+                    androidCopies: Bool = true) {
             self.dialects = dialects
             self.render = render
             self.limits = limits
             self.posterMode = posterMode
             self.conversionWait = conversionWait
+            self.androidCopies = androidCopies
         }
     }
 }

@@ -48,8 +48,9 @@ extension HTTPField.Name {
 
 /// `POST /3/device/{token}` (APNs) and `POST /v1/projects/{project}/messages:send` (FCM v1): each
 /// request's body is enriched by the pipeline every front door shares when it carries
-/// `mutable-content` (the rest is forwarded byte for byte, read no further than that gate), then
-/// forwarded; the client gets exactly what the upstream answered — status, `apns-id`,
+/// `mutable-content`, or (FCM, unless Android copies are off) an `image` whose Android copy is made
+/// whatever the APNs part says; the rest is forwarded byte for byte, read no further than that
+/// gate. Then it is forwarded; the client gets exactly what the upstream answered — status, `apns-id`,
 /// `apns-unique-id`, body — plus `Attache-Outcome`, which never reaches Apple or Google. A client
 /// is told "sent" only when the upstream said so: an upstream that cannot be reached is a 503
 /// `ServiceUnavailable` in the provider's shape, so the client's own retry logic works.
@@ -99,7 +100,7 @@ struct RelayController: Sendable {
         let budget = (admission?.policy ?? gate.policy).budget(header: request.headers[.attacheDeadline])
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
-        let (body, outcome) = await enriched(received, budget: budget, admission: admission, passReason: passReason)
+        let (body, outcome) = await enriched(received, provider: provider, budget: budget, admission: admission, passReason: passReason)
         admission?.leave()
 
         var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
@@ -146,11 +147,13 @@ struct RelayController: Sendable {
     }
 
     /// The body to forward and the outcome to tell the client. Only a body that names
-    /// `mutable-content` is parsed; anything the pipeline cannot enrich goes as it came.
-    /// `passReason`: not enriched (no tenant, or one past its limits): the body goes as it came.
-    func enriched(_ received: ByteBuffer, budget: Duration, admission: Admission? = nil,
+    /// `mutable-content` (or, to FCM, an `image`) is parsed; anything the pipeline cannot enrich
+    /// goes as it came. `passReason`: not enriched (no tenant, or one past its limits): the body
+    /// goes as it came.
+    func enriched(_ received: ByteBuffer, provider: Provider, budget: Duration, admission: Admission? = nil,
                   passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String) {
-        let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) }
+        let androidImage = provider == .fcm && enrichment.services.configuration.androidCopies
+        let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) || androidImage && $0.contains(Self.image) }
         guard gated else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
             return (received, Self.notMutable)
@@ -175,4 +178,6 @@ struct RelayController: Sendable {
 
     /// What a body must contain to be parsed at all.
     static let gate = Array("mutable-content".utf8)
+    /// What else an FCM body may contain to be parsed: its Android image is copied ungated.
+    static let image = Array(#""image""#.utf8)
 }

@@ -241,6 +241,15 @@ struct RelayClient {
             #expect(overHTTP1.status == 200)
             #expect(overHTTP1.fields["attache-outcome"] == "enriched")
             #expect(upstreams.fcm.received.count == 2)
+            // Without mutable-content the Android image is still copied (Android has no extension
+            // to gate); the APNs part goes as it came.
+            let quiet = sample.replacingAll(#""mutable-content":1"#, with: #""badge":1"#)
+            let android = try await client.post("/v1/projects/p1/messages:send", quiet, fields: ["authorization: Bearer ya29.token"])
+            #expect(android.status == 200)
+            #expect(android.fields["attache-outcome"] == "enriched")
+            let sent = String(decoding: try #require(upstreams.fcm.received.last).body, as: UTF8.self)
+            #expect(sent.contains(#""android":{"notification":{"image":"https://cdn.example.com/m/"#))
+            #expect(sent.contains(#""apns":{"payload":{"aps":{"badge":1}},"fcm_options":{"image":"http://127.0.0.1:\#(origin.port)/photo.jpg"}}"#))
             let gone = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"token":"gone"}}"#)
             #expect(gone.status == 404)
             #expect(gone.body.contains(#""errorCode":"UNREGISTERED""#))

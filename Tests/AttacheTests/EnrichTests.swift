@@ -352,8 +352,9 @@ import Testing
 
     /// Google's own image example: the alert lives only in `message.notification`, and `aps` holds
     /// `mutable-content` alone. FCM builds `aps.alert` from the notification on delivery, so the
-    /// request is enriched (not `not-mutable`); the alert is not written into it, and `webpush`,
-    /// the Android image and the rest come out as they came.
+    /// request is enriched (not `not-mutable`); the alert is not written into it. Its explicit
+    /// Android image names the Android copy, made from the iOS image's download (the same URL);
+    /// `webpush` and the rest come out as they came.
     @Test func anFCMRequestWhoseAlertIsInItsNotificationIsEnriched() async throws {
         let (h, e) = try Harness.startedWithPublicURLs()
         defer { h.stop(e) }
@@ -366,13 +367,88 @@ import Testing
         #expect(aps.members.map(\.key) == ["mutable-content"])  // FCM adds the alert, not us
         let ios = try #require(out[path: message + [.key("apns"), .key("fcm_options"), .key("image")]]?.stringValue)
         #expect(ios.hasPrefix("https://cdn.example.com/m/"))
-        for key in ["webpush", "topic", "notification", "android"] {
+        for key in ["webpush", "topic", "notification"] {
             #expect(JSONWriter.bytes(out[path: message + [.key(key)]]!) == JSONWriter.bytes(original[path: message + [.key(key)]]!), "\(key)")
         }
-        // Without `mutable-content`, the same request passes through as it came.
-        let quiet = Array(String(decoding: input, as: UTF8.self).replacingAll(#""mutable-content":1"#, with: #""badge":1"#).utf8)
-        let passed = try await e.enrich(quiet)
-        #expect((passed.outcome, passed.reason, passed.bytes) == (.passthrough, .notMutable, quiet))
+        let android = try #require(out[path: message + [.key("android"), .key("notification"), .key("image")]]?.stringValue)
+        #expect(android != ios && android.hasPrefix("https://cdn.example.com/m/"))
+        #expect(emission.report.attachments.map(\.androidURL) == [android])
+        #expect(h.origin.statistics.requestsByPath["/photo.jpg"] == 1)  // one download for both
+    }
+
+    /// Android has no extension to gate: a request's Android image is replaced by the validated
+    /// copy whether or not its APNs part is mutable, from a download of its own when it names
+    /// another URL; the APNs part is then as it came, byte for byte.
+    @Test func theAndroidImageIsCopiedWhateverTheGate() async throws {
+        let (h, e) = try Harness.startedWithPublicURLs()
+        defer { h.stop(e) }
+        let message: [JSONPathComponent] = [.key("message")]
+        let google = String(decoding: h.sample("fcm-v1-notification-alert.json"), as: UTF8.self)
+        let origin = "http://127.0.0.1:\(h.origin.port)"
+        // Without `mutable-content`: the APNs part passes through, the Android image is copied.
+        let quiet = Array(google.replacingAll(#""mutable-content":1"#, with: #""badge":1"#).utf8)
+        let emission = try await e.enrich(quiet)
+        #expect((emission.outcome, emission.reason) == (.enriched, nil), "\(emission.report.json)")
+        let out = JSONValue.object(try json(emission.bytes)), original = JSONValue.object(try json(quiet))
+        let android = try #require(out[path: message + [.key("android"), .key("notification"), .key("image")]]?.stringValue)
+        #expect(android.hasPrefix("https://cdn.example.com/m/") && android.hasSuffix(".jpg"))
+        for key in ["apns", "webpush", "topic", "notification"] {
+            #expect(JSONWriter.bytes(out[path: message + [.key(key)]]!) == JSONWriter.bytes(original[path: message + [.key(key)]]!), "\(key)")
+        }
+        let copy = Fixtures.bytes(String(android.dropFirst(Harness.publicBase.count)), in: h.mediaDirectory)
+        let header = try ImagePipeline().inspect(copy)
+        #expect(header.format == .jpeg && max(header.width, header.height) <= 1350 && copy.count <= 1_000_000)
+        #expect(emission.report.attachments.map(\.id) == ["android"])
+
+        // An Android image of its own beside a mutable APNs part: both copies, each from its URL.
+        let both = Array(google.replacingAll(#""android":{"notification":{"image":"\#(origin)/photo.jpg"}}"#,
+                                             with: #""android":{"notification":{"image":"\#(origin)/alpha.png"}}"#).utf8)
+        #expect(both != Array(google.utf8))
+        let twice = try await e.enrich(both)
+        #expect(twice.outcome == .enriched, "\(twice.report.json)")
+        let twiceOut = JSONValue.object(try json(twice.bytes))
+        let ios = try #require(twiceOut[path: message + [.key("apns"), .key("fcm_options"), .key("image")]]?.stringValue)
+        let own = try #require(twiceOut[path: message + [.key("android"), .key("notification"), .key("image")]]?.stringValue)
+        #expect(ios.hasPrefix(Harness.publicBase) && own.hasPrefix(Harness.publicBase) && ios != own)
+        #expect(twice.report.attachments.map(\.id).last == "android")
+        #expect(h.origin.statistics.requestsByPath["/alpha.png"] == 1)
+
+        // An Android image that is not an image: the request as it came, and why.
+        let broken = Array(google.replacingAll(#""mutable-content":1"#, with: #""badge":1"#)
+            .replacingAll(#""android":{"notification":{"image":"\#(origin)/photo.jpg"}}"#,
+                          with: #""android":{"notification":{"image":"\#(origin)/error-page.html"}}"#).utf8)
+        #expect(broken != quiet)
+        let refused = try await e.enrich(broken)
+        #expect(refused.bytes == broken)
+        #expect(refused.outcome == .fallback && refused.reason != nil, "\(refused.report.json)")
+    }
+
+    /// `--no-android-copy`, and a service with no public base URL (a file:// URL means nothing to
+    /// FCM): the Android image goes as it came, and a request whose APNs part is not mutable
+    /// passes through whole.
+    @Test func theAndroidCopyCanBeTurnedOff() async throws {
+        let quiet = { (h: Harness) in
+            Array(String(decoding: h.sample("fcm-v1-notification-alert.json"), as: UTF8.self)
+                .replacingAll(#""mutable-content":1"#, with: #""badge":1"#).utf8)
+        }
+        for tweak: (inout Enrichment.Configuration) -> Void in [
+            { $0.storage.publicBaseURL = Harness.publicBase; $0.media.androidCopies = false },
+            { _ in },
+        ] {
+            let (h, e) = try Harness.started(tweak)
+            defer { h.stop(e) }
+            let input = quiet(h)
+            let emission = try await e.enrich(input)
+            #expect((emission.outcome, emission.reason, emission.bytes) == (.passthrough, .notMutable, input))
+            #expect(h.origin.statistics.requestsByPath.isEmpty)
+        }
+        // Mutable, copies off: the iOS image is copied, the Android one left as it came.
+        let (h, e) = try Harness.started { $0.storage.publicBaseURL = Harness.publicBase; $0.media.androidCopies = false }
+        defer { h.stop(e) }
+        let input = h.sample("fcm-v1-notification-alert.json")
+        let out = JSONValue.object(try json(try await e.enrich(input).bytes)), original = JSONValue.object(try json(input))
+        #expect(out[path: [.key("message"), .key("android")]] == original[path: [.key("message"), .key("android")]])
+        #expect(out[path: [.key("message"), .key("apns"), .key("fcm_options"), .key("image")]]?.stringValue?.hasPrefix(Harness.publicBase) == true)
     }
 
     /// Anything short of enriched is the original request, byte for byte; what is not a send
