@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every metric and label that a rules file (or a Grafana dashboard's queries) names is one the
-processes export.
+processes export (`job` and `instance` are the scrape's own).
 
 Usage: prometheus-names.py EXPOSITION... -- FILE...
 EXPOSITION: what /metrics answered (text format). FILE: Prometheus rules (YAML: each rule's
@@ -63,7 +63,7 @@ for path in files:
                 continue
             used.add(family)
             for label in re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)', m.group(3) or ""):
-                if label != "le" and label not in families[family]:
+                if label not in ("le", "job", "instance") and label not in families[family]:
                     problems.append(f"{path}: {name} has no label {label}")
         for name in re.findall(r"\b(attache:[a-z0-9_:]+)", expr):
             checked += 1

@@ -64,9 +64,10 @@ wmetrics=$(free_port)
 pids+=($!)
 for _ in $(seq 100); do curl -s -o "$tmp/worker.metrics" "http://127.0.0.1:$wmetrics/metrics" && grep -q attache_queue "$tmp/worker.metrics" && break; sleep 0.1; done
 
-names=$(python3 Tests/cli/prometheus-names.py "$tmp/serve.metrics" "$tmp/relay.metrics" "$tmp/worker.metrics" -- "$rules" 2>&1)
-check "every metric and label the rules name is exported ($names)" \
-  "python3 Tests/cli/prometheus-names.py $tmp/serve.metrics $tmp/relay.metrics $tmp/worker.metrics -- $rules > /dev/null"
+dashboard=deploy/grafana/attache.json
+names=$(python3 Tests/cli/prometheus-names.py "$tmp/serve.metrics" "$tmp/relay.metrics" "$tmp/worker.metrics" -- "$rules" "$dashboard" 2>&1)
+check "every metric and label the rules and the dashboard name is exported ($names)" \
+  "python3 Tests/cli/prometheus-names.py $tmp/serve.metrics $tmp/relay.metrics $tmp/worker.metrics -- $rules $dashboard > /dev/null"
 
 # The real Prometheus server scrapes the service every second and evaluates the rules.
 pport=$(free_port)
@@ -99,4 +100,29 @@ check "… the recording rules evaluate (attache:requests:rate5m has a value)" "
 curl -s "http://127.0.0.1:$pport/api/v1/rules" > "$tmp/rules.json"
 health=$(python3 -c 'import json,sys; rs=[r for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]; print(len(rs), sum(r["health"]=="ok" for r in rs))' "$tmp/rules.json")
 check "every rule evaluates without an error (rules, ok: $health)" "[ \"\$(echo $health | cut -d' ' -f1)\" = \"\$(echo $health | cut -d' ' -f2)\" ] && [ \"\$(echo $health | cut -d' ' -f1)\" -gt 10 ]"
+# Each of the dashboard's queries, its variables given values, is one Prometheus accepts.
+python3 - "$dashboard" "http://127.0.0.1:$pport" > "$tmp/dashboard.out" <<'PY'
+import json, sys, urllib.parse, urllib.request
+def exprs(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("expr"), str):
+            yield node["expr"]
+        for v in node.values():
+            yield from exprs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from exprs(v)
+bad = 0
+for expr in exprs(json.load(open(sys.argv[1]))):
+    query = expr.replace("$__rate_interval", "1m").replace("$job", ".*")
+    try:
+        with urllib.request.urlopen(sys.argv[2] + "/api/v1/query?" + urllib.parse.urlencode({"query": query})) as r:
+            ok = json.load(r)["status"] == "success"
+    except Exception as error:
+        ok = False
+        print(f"{query}: {error}")
+    bad += not ok
+print(f"bad {bad}")
+PY
+check "Prometheus accepts every query of the dashboard ($(tail -1 "$tmp/dashboard.out"))" "grep -q '^bad 0$' $tmp/dashboard.out"
 finish prometheus
