@@ -153,7 +153,7 @@ struct RelayController: Sendable {
     func enriched(_ received: ByteBuffer, provider: Provider, budget: Duration, admission: Admission? = nil,
                   passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String) {
         let androidImage = provider == .fcm && enrichment.services.configuration.androidCopies
-        let gated = received.withUnsafeReadableBytes { $0.contains(Self.gate) || androidImage && $0.contains(Self.image) }
+        let gated = received.withUnsafeReadableBytes { Self.find(Self.gate, in: $0) || androidImage && Self.find(Self.image, in: $0) }
         guard gated else {
             metrics.request(outcome: .passthrough, reason: .notMutable)
             return (received, Self.notMutable)
@@ -178,6 +178,24 @@ struct RelayController: Sendable {
 
     /// What a body must contain to be parsed at all.
     static let gate = Array("mutable-content".utf8)
+
+    /// Whether `needle` occurs in `bytes`, by memchr and memcmp. The standard library's
+    /// `contains(_:)` of one collection in another goes through _StringProcessing's generic
+    /// search: about 130,000 instructions for a 39-byte body, 15 % of all the relay spent on a
+    /// passthrough request (valgrind's callgrind over 4,000 of them).
+    static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let first = needle.first else { return true }
+        guard let base = bytes.baseAddress, bytes.count >= needle.count else { return false }
+        let end = base + (bytes.count - needle.count + 1)  // the last place a match can start, plus one
+        var at = base
+        return needle.withUnsafeBytes { wanted in
+            while at < end, let hit = memchr(at, Int32(first), end - at) {
+                if memcmp(hit, wanted.baseAddress!, needle.count) == 0 { return true }
+                at = UnsafeRawPointer(hit) + 1
+            }
+            return false
+        }
+    }
     /// What else an FCM body may contain to be parsed: its Android image is copied ungated.
     static let image = Array(#""image""#.utf8)
 }
