@@ -49,6 +49,14 @@ def locked_down(pod, c):
     assert r["requests"]["cpu"] and r["requests"]["memory"] and r["limits"]["memory"], "resource requests and limits"
 
 
+def scraped(dep, port):
+    """A Prometheus that discovers pods by annotation scrapes /metrics on the port it is served on."""
+    notes = dep["spec"]["template"]["metadata"].get("annotations", {})
+    assert notes.get("prometheus.io/scrape") == "true", f"{dep['metadata']['name']} is not marked for scraping"
+    assert notes.get("prometheus.io/port") == str(port), f"{dep['metadata']['name']} is scraped on {notes.get('prometheus.io/port')}, not {port}"
+    assert notes.get("prometheus.io/path") == "/metrics", "scraped on /metrics"
+
+
 def settings(rendered, help_path):
     docs = objects(rendered)
     config = one(docs, "ConfigMap", next(d["metadata"]["name"] for d in docs
@@ -72,6 +80,7 @@ def service(rendered):
     assert c["args"][0] == "serve", "the service runs attache serve"
     port = int(c["args"][c["args"].index("--port") + 1])
     assert c["ports"][0]["containerPort"] == port, "the container port is serve's --port"
+    scraped(dep, port)
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz"
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz"
     pre = c["lifecycle"]["preStop"]
@@ -96,6 +105,7 @@ def worker(rendered):
     c = container(dep)
     assert c["args"][0] == "worker", "the worker runs attache worker"
     mport = int(c["args"][c["args"].index("--metrics-port") + 1])
+    scraped(dep, mport)
     assert c["args"][c["args"].index("--host") + 1] == "0.0.0.0", "the metrics port listens beyond loopback (probes)"
     for probe in ("readinessProbe", "livenessProbe"):
         get = c[probe]["httpGet"]
