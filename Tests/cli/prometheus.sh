@@ -86,7 +86,9 @@ prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
 pids+=($!)
 query() { curl -s "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1"; }
 value() { python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
-for _ in $(seq 100); do
+# Two scrapes and an evaluation make the recording rule's first value (a minute at most, even on
+# a loaded machine).
+for _ in $(seq 300); do
   [ -n "$(query 'attache:requests:rate5m' | value 2>/dev/null)" ] && break
   sleep 0.2
 done
