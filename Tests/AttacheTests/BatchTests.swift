@@ -75,12 +75,11 @@ import Glibc
         payloads.append(#"{"aps":{"alert":"i","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/img/0.png"}"#)
         try writeBytes("\(dir)/in.jsonl", Array((payloads.joined(separator: "\n") + "\n").utf8))
         let decoder = HeldConversions()
-        // Time enough to start the conversion on a busy machine (a full parallel test run).
-        let enrichment = try PosterFirstTests.waitingEnrichment(decoder, deadline: .seconds(8))
+        let enrichment = try PosterFirstTests.waitingEnrichment(decoder, deadline: PosterFirstTests.posterBudget)
         defer { enrichment.shutdown() }
         // Released once every payload's deadline has passed.
         let release = Task {
-            try await Task.sleep(for: .seconds(9))
+            try await Task.sleep(for: PosterFirstTests.posterBudget + .seconds(1))
             decoder.release()
         }
         defer { release.cancel() }

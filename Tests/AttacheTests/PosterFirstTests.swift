@@ -25,10 +25,8 @@ import Testing
         let services = MediaServices(engine: engine, store: try FileStore(directory: directory),
                                      configuration: .init(render: RenderOptions(transcode: TranscodeSettings())),
                                      cache: cache, decoder: decoder)
-        // Time enough for the poster on a busy machine (at the suites' start, with FFmpeg loading
-        // and 300 tests beginning at once on 2 cores, 5 s was sometimes not); the conversion waits
-        // for the test anyway, and the payloads go out with the poster at this deadline.
-        let runtime = ExtensionRuntime(configuration: .init(budget: .seconds(10)))
+        // The payloads go out with the poster at this deadline; the conversion waits for the test.
+        let runtime = ExtensionRuntime(configuration: .init(budget: Self.posterBudget))
         let payload = Array(#"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#.utf8)
         func attachment(_ emission: Emission) throws -> JSONObject {
             try #require(try Payload(bytes: emission.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
@@ -57,6 +55,11 @@ import Testing
         #expect(decoder.conversions.withLock { $0 } == 1)  // one conversion for the three
     }
 
+    /// The first payload's budget in the tests where its movie's conversion is held: time enough
+    /// for the poster on a loaded machine (with two busy loops beside a full parallel run, 8 s was
+    /// sometimes not). The payload waits it out whole, the conversion being held.
+    static let posterBudget: Duration = .seconds(15)
+
     /// An enrichment as batch and the worker run it: a cache whose work goes on past a payload's
     /// deadline, and payloads that wait for their conversions.
     static func waitingEnrichment(_ decoder: HeldConversions, wait: Duration? = .seconds(120), deadline: Duration = .seconds(10)) throws -> Enrichment {
@@ -83,8 +86,7 @@ import Testing
         let enrichment = try Self.waitingEnrichment(decoder)
         defer { enrichment.shutdown() }
         let payload = Self.payload(origin, "clip-vp9.webm")
-        // Time enough for the poster on a busy machine (a full parallel test run).
-        let first = try await enrichment.enrich(payload, budget: .seconds(8))
+        let first = try await enrichment.enrich(payload, budget: Self.posterBudget)
         #expect(first.report.attachments.first?.conversionPending == true)
         #expect(first.report.attachments.first?.outcome == .attached)  // the poster
 
@@ -111,8 +113,7 @@ import Testing
         let enrichment = try Self.waitingEnrichment(decoder)
         defer { enrichment.shutdown() }
         let payload = Self.payload(origin, "voice.opus")
-        // Time enough to start the conversion on a busy machine (a full parallel test run).
-        let first = try await enrichment.enrich(payload, budget: .seconds(8))
+        let first = try await enrichment.enrich(payload, budget: Self.posterBudget)
         #expect(first.outcome == .fallback && first.reason == .timeout)
         #expect(first.bytes == payload)
         #expect(first.report.attachments.first?.conversionPending == true)
@@ -136,7 +137,7 @@ import Testing
             let enrichment = try Self.waitingEnrichment(decoder, wait: wait)
             defer { enrichment.shutdown() }
             let payload = Self.payload(origin, "clip-vp9.webm")
-            let first = try await enrichment.enrich(payload, budget: .seconds(8))
+            let first = try await enrichment.enrich(payload, budget: Self.posterBudget)
             #expect(first.report.attachments.first?.conversionPending == true)
             let waiting = Task { await enrichment.awaitingConversions(first, bytes: payload) }
             try await Task.sleep(for: .milliseconds(300))
