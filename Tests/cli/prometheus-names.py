@@ -3,28 +3,15 @@
 processes export (`job` and `instance` are the scrape's own).
 
 Usage: prometheus-names.py EXPOSITION... -- FILE...
+       prometheus-names.py --accepted-by PROMETHEUS_URL FILE...   (each query parses there)
 EXPOSITION: what /metrics answered (text format). FILE: Prometheus rules (YAML: each rule's
 `expr`) or a Grafana dashboard (JSON: each target's `expr`). Prints what is missing and exits 1,
 or says how many names it checked.
 """
 import json, re, sys
 
-args = sys.argv[1:]
-split = args.index("--")
-expositions, files = args[:split], args[split + 1:]
 
-# metric family -> label names seen on it (histograms: the family, its _bucket/_sum/_count)
-families = {}
-for path in expositions:
-    for line in open(path):
-        if line.startswith("#") or not line.strip():
-            continue
-        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s", line)
-        if not m:
-            continue
-        name, labels = m.group(1), set(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or ""))
-        for family in {name, re.sub(r"_(bucket|sum|count)$", "", name)}:
-            families.setdefault(family, set()).update(labels)
+args = sys.argv[1:]
 
 def expressions(path):
     if path.endswith(".json"):
@@ -43,6 +30,40 @@ def expressions(path):
         for group in yaml.safe_load(open(path))["groups"]:
             for rule in group["rules"]:
                 yield rule["expr"]
+
+if args[:1] == ["--accepted-by"]:
+    # --accepted-by URL FILE...: each query, its Grafana variables given values, is one the
+    # Prometheus server at URL accepts.
+    import urllib.parse, urllib.request
+    bad = 0
+    for path in args[2:]:
+        for expr in expressions(path):
+            query = expr.replace("$__rate_interval", "1m").replace("$job", ".*")
+            try:
+                with urllib.request.urlopen(args[1] + "/api/v1/query?" + urllib.parse.urlencode({"query": query})) as r:
+                    ok = json.load(r)["status"] == "success"
+            except Exception as error:
+                ok = False
+                print(f"{query}: {error}")
+            bad += not ok
+    print(f"bad {bad}")
+    sys.exit(1 if bad else 0)
+
+split = args.index("--")
+expositions, files = args[:split], args[split + 1:]
+
+# metric family -> label names seen on it (histograms: the family, its _bucket/_sum/_count)
+families = {}
+for path in expositions:
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s", line)
+        if not m:
+            continue
+        name, labels = m.group(1), set(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or ""))
+        for family in {name, re.sub(r"_(bucket|sum|count)$", "", name)}:
+            families.setdefault(family, set()).update(labels)
 
 recorded = set()
 for path in files:

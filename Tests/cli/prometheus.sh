@@ -103,28 +103,6 @@ curl -s "http://127.0.0.1:$pport/api/v1/rules" > "$tmp/rules.json"
 health=$(python3 -c 'import json,sys; rs=[r for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]; print(len(rs), sum(r["health"]=="ok" for r in rs))' "$tmp/rules.json")
 check "every rule evaluates without an error (rules, ok: $health)" "[ \"\$(echo $health | cut -d' ' -f1)\" = \"\$(echo $health | cut -d' ' -f2)\" ] && [ \"\$(echo $health | cut -d' ' -f1)\" -gt 10 ]"
 # Each of the dashboard's queries, its variables given values, is one Prometheus accepts.
-python3 - "$dashboard" "http://127.0.0.1:$pport" > "$tmp/dashboard.out" <<'PY'
-import json, sys, urllib.parse, urllib.request
-def exprs(node):
-    if isinstance(node, dict):
-        if isinstance(node.get("expr"), str):
-            yield node["expr"]
-        for v in node.values():
-            yield from exprs(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from exprs(v)
-bad = 0
-for expr in exprs(json.load(open(sys.argv[1]))):
-    query = expr.replace("$__rate_interval", "1m").replace("$job", ".*")
-    try:
-        with urllib.request.urlopen(sys.argv[2] + "/api/v1/query?" + urllib.parse.urlencode({"query": query})) as r:
-            ok = json.load(r)["status"] == "success"
-    except Exception as error:
-        ok = False
-        print(f"{query}: {error}")
-    bad += not ok
-print(f"bad {bad}")
-PY
+python3 Tests/cli/prometheus-names.py --accepted-by "http://127.0.0.1:$pport" "$dashboard" > "$tmp/dashboard.out"
 check "Prometheus accepts every query of the dashboard ($(tail -1 "$tmp/dashboard.out"))" "grep -q '^bad 0$' $tmp/dashboard.out"
 finish prometheus
