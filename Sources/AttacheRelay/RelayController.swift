@@ -114,7 +114,8 @@ struct RelayController: Sendable {
             // endpoint), never a key or a token.
             logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: outcome, budget: budget)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome),
+                                  budget: budget)
         }
         let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
@@ -123,14 +124,15 @@ struct RelayController: Sendable {
         } catch {
             logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: outcome, budget: budget)
+            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome),
+                                  budget: budget)
         }
         metrics.relayed(status: answer.status)
         var headers = HTTPFields()
         for (name, value) in answer.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
-        headers[.attacheOutcome] = outcome
+        headers[.attacheOutcome] = answer.status == 200 ? outcome : Self.undelivered(outcome)
         headers[.attacheDeadline] = String(Int(budget.milliseconds))
         // No body is no DATA frame: Apple's 200 is a HEADERS frame alone, and a client (aioapns)
         // parses any DATA it gets as JSON.
@@ -175,6 +177,11 @@ struct RelayController: Sendable {
     }
 
     static let notMutable = Emission.outcomeHeader(.passthrough, .notMutable)
+
+    /// The outcome told with an answer that is not the upstream's 200: the payload may have been
+    /// enriched, but nothing reached a device (an upstream refusal, or no upstream at all).
+    /// `attache_relay_upstream_total{status}` counts these by status.
+    static func undelivered(_ outcome: String) -> String { outcome + "; delivered=false" }
 
     /// What a body must contain to be parsed at all.
     static let gate = Array("mutable-content".utf8)

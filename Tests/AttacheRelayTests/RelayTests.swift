@@ -171,6 +171,30 @@ struct RelayClient {
         }
     }
 
+    /// An answer that is not the upstream's 200 tells enrichment and delivery apart: the payload
+    /// was enriched, but nothing reached a device, whether the upstream refused it or none answered.
+    @Test func anAnswerThatDeliveredNothingSaysSo() async throws {
+        try await RelayHarness.with { client, upstreams, origin in
+            let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
+            upstreams.apns.inject(.answer(status: 400, reason: "BadDeviceToken"))
+            let refused = try await client.post("/3/device/abc123", body, fields: Self.apnsFields)
+            #expect((refused.status, refused.body) == (400, #"{"reason":"BadDeviceToken"}"#))
+            #expect(refused.fields["attache-outcome"] == "enriched; delivered=false")
+            upstreams.apns.inject(.answer(status: 429, reason: "TooManyRequests"))
+            let busy = try await client.post("/3/device/abc123", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(busy.fields["attache-outcome"] == "passthrough; reason=not-mutable; delivered=false")
+            let sent = try await client.post("/3/device/abc123", body, fields: Self.apnsFields)
+            #expect((sent.status, sent.fields["attache-outcome"]) == (200, "enriched"))
+        }
+        try await RelayHarness.with(closed: true) { client, _, origin in
+            let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
+            let down = try await client.post("/3/device/abc123", body, fields: Self.apnsFields)
+            #expect((down.status, down.fields["attache-outcome"]) == (503, "enriched; delivered=false"))
+            let fcm = try await client.post("/v1/projects/p1/messages:send", #"{"message":{"topic":"t"}}"#)
+            #expect((fcm.status, fcm.fields["attache-outcome"]) == (503, "passthrough; reason=not-mutable; delivered=false"))
+        }
+    }
+
     /// An upstream that cannot be reached, is too slow, or drops the connection is never "sent":
     /// 503 ServiceUnavailable in each provider's shape, so the client retries.
     @Test func anUnreachableUpstreamIs503InTheProvidersShape() async throws {
