@@ -68,4 +68,9 @@ public struct EnrichmentMetrics: Sendable {
     public func relayed(status: Int) {
         Counter(label: "attache_relay_upstream_total", dimensions: [("status", String(status))], factory: factory).increment()
     }
+
+    /// Requests a client reset or closed its connection on before their end: none went upstream.
+    public func abandoned() {
+        Counter(label: "attache_relay_abandoned_total", factory: factory).increment()
+    }
 }

@@ -34,10 +34,11 @@ public func buildRelayApplication(
     // HTTP/1.1 the same headers; bodies are capped by `maxBodyBytes` as they are read.
     let idle = configuration.idleTimeout
     let http2 = HTTP2Channel.Configuration(idleTimeout: idle, streamConfiguration: .init(
-        additionalChannelHandlers: [LastFrameEndsStream.Installer()],
+        additionalChannelHandlers: [LastFrameEndsStream.Installer(), RequestMustEnd()],
         idleTimeout: nil, httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024)
     ))
-    let http1 = HTTP1Channel.Configuration(idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
+    let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestMustEnd()],
+                                           idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
                                            httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024))
     let tls = try configuration.tls.map { try NIOSSLContext(configuration: try tlsConfiguration($0)) }
     let server = HTTPServerBuilder { responder in RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2) }

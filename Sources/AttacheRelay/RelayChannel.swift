@@ -4,6 +4,7 @@ import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP2
+import NIOHTTPTypes
 import NIOSSL
 import NIOTLS
 import ServiceLifecycle
@@ -195,5 +196,44 @@ final class LastFrameEndsStream: ChannelOutboundHandler, RemovableChannelHandler
             try? context.pipeline.syncOperations.addHandler(LastFrameEndsStream(), position: .first)
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
+    }
+}
+
+/// A request goes upstream only once the client has sent all of it. Hummingbird takes the end of
+/// a connection or a stream for the end of the body: a client that closes its connection after
+/// HEADERS, or after half a body, would have that much sent to Apple as a finished request (and,
+/// retrying, the notification sent twice). So a connection or stream that ends inside a request
+/// (after its head, before its end) raises `Incomplete` to the reader of the body, which then
+/// forwards nothing.
+final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    /// The client went away inside a request.
+    struct Incomplete: Error {}
+
+    private var inRequest = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: inRequest = true
+        case .end: inRequest = false
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if inRequest {
+            inRequest = false
+            context.fireErrorCaught(Incomplete())
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset stream says so itself; the request is over either way.
+        inRequest = false
+        context.fireErrorCaught(error)
     }
 }

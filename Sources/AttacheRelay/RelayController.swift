@@ -85,8 +85,13 @@ struct RelayController: Sendable {
         let received: ByteBuffer
         do {
             received = try await request.body.collect(upTo: configuration.maxBodyBytes)
-        } catch {
+        } catch is NIOTooManyBytesError {
             return provider.error(.contentTooLarge, "PayloadTooLarge", request: request)
+        } catch {
+            // The client reset the stream or closed its connection before the request's end
+            // (`RequestMustEnd`): nothing of it goes upstream, and nobody reads this answer.
+            metrics.abandoned()
+            return provider.error(.badRequest, "Abandoned", request: request)
         }
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).

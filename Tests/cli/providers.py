@@ -18,6 +18,13 @@
   providers.py burst PORT CA KEY PAYLOAD COUNT INTERVAL OUT   aioapns sending COUNT notifications, one
                                 every INTERVAL seconds without waiting for answers; writes
                                 "APNS-ID sent" or "APNS-ID failed" to OUT as each ends
+  providers.py hostile PORT CASE [N M]   a client that never finishes its requests, to the relay in
+                                clear text on 127.0.0.1:PORT: "unfinished" sends HEADERS and a whole
+                                JSON body without END_STREAM and closes the connection; "reset"
+                                sends half a body and resets the stream (RST_STREAM CANCEL), then
+                                closes; "headers" opens N connections of M streams each with
+                                HEADERS alone, then closes them; "http1" sends an HTTP/1.1 request
+                                whose body stops short of its Content-Length, then closes
 """
 import asyncio
 import itertools
@@ -175,11 +182,52 @@ async def burst(port, ca, key, payload, count, interval, out):
     await asyncio.gather(*tasks)
 
 
+APNS_HEADERS = [("apns-topic", "com.example.app"), ("authorization", "bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln"),
+                ("apns-push-type", "alert")]
+SECRET = b'{"aps":{"alert":"Your code is 123456","mutable-content":0}}'
+
+
+def hostile(port, case, connections=1, streams=1):
+    import socket
+    import time
+    if case == "http1":
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"POST /v1/projects/p1/messages:send HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+                      + b"Content-Length: %d\r\n\r\n" % len(SECRET) + SECRET[:34])
+            time.sleep(0.5)
+        return
+    sockets = []
+    for _ in range(connections):
+        s = socket.create_connection(("127.0.0.1", port))
+        conn = H2Connection(H2Configuration(client_side=True))
+        conn.initiate_connection()
+        for n in range(streams):
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":authority", "relay"),
+                                       (":path", "/3/device/abc%d" % n)] + APNS_HEADERS)
+            if case == "unfinished":
+                conn.send_data(stream, SECRET)
+            elif case == "reset":
+                conn.send_data(stream, SECRET[:34])
+        s.sendall(conn.data_to_send())
+        if case == "reset":
+            time.sleep(0.2)
+            for stream in range(1, 2 * streams, 2):
+                conn.reset_stream(stream)
+            s.sendall(conn.data_to_send())
+        sockets.append(s)
+    time.sleep(0.5)
+    for s in sockets:
+        s.close()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "oauth":
         oauth(int(sys.argv[2]))
     elif sys.argv[1] == "upstream":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
+    elif sys.argv[1] == "hostile":
+        hostile(int(sys.argv[2]), sys.argv[3], *map(int, sys.argv[4:6]))
     elif sys.argv[1] == "burst":
         asyncio.run(burst(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), float(sys.argv[7]), sys.argv[8]))
     else:

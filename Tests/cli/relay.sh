@@ -8,7 +8,9 @@
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
 #   knowledge; SIGTERM exits 0;
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
-#   relay killed mid-stream loses no notification its client was told was sent.
+#   relay killed mid-stream loses no notification its client was told was sent;
+# - hostile clients: a request the client did not finish (closed, reset, headers alone) never
+#   reaches the upstream.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 pids=()
@@ -116,6 +118,25 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   "$python" Tests/cli/providers.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 20 0.01 "$tmp/down.txt" > "$tmp/down.log" 2>&1
   down=$(grep -c ' 503 ServiceUnavailable$' "$tmp/down.log" || true)
   check "upstream down: aioapns got 503 ServiceUnavailable for each of 20 ($down)" "[ $down = 20 ]"
+  kill -TERM "$relay"; wait "$relay"
+  # Clients that never finish their requests: HEADERS and a whole body without END_STREAM, then
+  # the connection closed; half a body, then RST_STREAM; 5 connections of 20 streams with HEADERS
+  # alone, then closed; HTTP/1.1 short of its Content-Length. Nothing of them reaches the upstream:
+  # a request goes on only after its end. Then one whole request, which does.
+  hport=$(free_port)
+  "$python" Tests/cli/providers.py upstream "$hport" "$tmp/hostile.jsonl" > "$tmp/apns-hostile.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$tmp/apns-hostile.log" 2>/dev/null && break; sleep 0.05; done
+  start_relay hostile --apns-upstream "http://127.0.0.1:$hport" --fcm-upstream "http://127.0.0.1:$hport"
+  for case in unfinished reset "headers 5 20" http1; do
+    # shellcheck disable=SC2086 # the case's words are its arguments
+    "$python" Tests/cli/providers.py hostile "$rport" $case >> "$tmp/hostile.log" 2>&1
+  done
+  curl -s --http2-prior-knowledge -o /dev/null "${apns[@]}" --data-binary "$plain" "http://127.0.0.1:$rport/3/device/whole"
+  sleep 0.5
+  got=$(cat "$tmp/hostile.jsonl" 2>/dev/null | wc -l)
+  check "unfinished, reset and headers-only requests never reach the upstream (it got $got, the whole one alone)" \
+    "[ $got = 1 ] && grep -q '/3/device/whole' $tmp/hostile.jsonl"
   kill -TERM "$relay"; wait "$relay"
   start_relay tls4 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
 else
