@@ -58,6 +58,18 @@ public struct RelayConfiguration: Sendable {
         UpstreamConnections.Origin(url: url) != nil
     }
 
+    /// Whether `url` names this relay's own listener (its port, on its host, or on loopback or
+    /// every address when it listens there): forwarding to it would loop. A loop through another
+    /// name is cut by the `via` field at its first turn.
+    public func isOwnListener(_ url: String) -> Bool {
+        guard let origin = UpstreamConnections.Origin(url: url), origin.port == port else { return false }
+        // Names of one listener: connecting to the unspecified address reaches loopback.
+        let same: [Set<String>] = [["127.0.0.1", "localhost", "0.0.0.0"], ["::1", "localhost", "::"]]
+        let everywhere = host == "0.0.0.0" || host == "::"
+        let loopback = origin.host.hasPrefix("127.") || ["localhost", "::1", "0.0.0.0", "::"].contains(origin.host)
+        return origin.host == host || everywhere && loopback || same.contains { $0.contains(host) && $0.contains(origin.host) }
+    }
+
     struct InvalidUpstream: Error, CustomStringConvertible {
         var url: String
         var description: String { "not an upstream URL: \(url)" }

@@ -64,6 +64,11 @@ struct RelayController: Sendable {
     let credentials: ProviderCredentials
     let metrics: EnrichmentMetrics
     let logger: Logger
+    /// This relay's name in the `via` field of every request it forwards (RFC 9110's, as proxies
+    /// add it). A request that arrives carrying it has gone round a loop — an upstream that leads
+    /// back here through DNS, a load balancer or another relay — and is answered 508 at once
+    /// instead of going round again until the upstream timeout.
+    let hop = "attache-" + String(UInt64.random(in: .min ... .max), radix: 16)
 
     func register(on router: some RouterMethods<BasicRequestContext>) {
         router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns, app: request.headers[.apnsTopic]) }
@@ -82,6 +87,10 @@ struct RelayController: Sendable {
 
     /// `app`: the APNs topic or the FCM project, which names the tenant when there are tenants.
     func relay(_ request: Request, provider: Provider, app: String?) async -> Response {
+        if request.headers[values: .via].contains(where: { $0.contains(hop) }) {
+            logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
+            return provider.error(.init(code: 508, reasonPhrase: "Loop Detected"), "LoopDetected", request: request)
+        }
         let received: ByteBuffer
         do {
             received = try await request.body.collect(upTo: configuration.maxBodyBytes)
@@ -122,6 +131,7 @@ struct RelayController: Sendable {
             return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome),
                                   budget: budget)
         }
+        fields.append((name: "via", value: "2 " + hop))
         let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let answer: Forwarder.Answer
         do {

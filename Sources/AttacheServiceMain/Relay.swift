@@ -114,6 +114,9 @@ struct RelayCommand: LongRunningCommand {
         for url in [relay.apnsUpstream, relay.fcmUpstream] where !RelayConfiguration.isUpstreamURL(url) {
             throw ValidationError("an upstream is an http(s) URL with a host, or production or sandbox for APNs: not \(url)")
         }
+        for url in [relay.apnsUpstream, relay.fcmUpstream] where relay.isOwnListener(url) {
+            throw ValidationError("the upstream \(url) is this relay's own listener (port \(relay.port)): it would forward to itself")
+        }
         relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
                                                       default: relay.upstreamTimeout)
         let idleTimeout = try idle.timeout(settings, default: .seconds(300))

@@ -334,6 +334,19 @@ struct RelayClient {
         }
     }
 
+    /// A relay's own listener named as its upstream is refused at start (`Tests/cli/relay.sh`
+    /// shows a loop through another relay cut at its first turn by the `via` field).
+    @Test func theRelaysOwnListenerIsNoUpstream() {
+        let relay = RelayConfiguration(host: "0.0.0.0", port: 8443)
+        for url in ["http://127.0.0.1:8443", "https://localhost:8443/x", "http://[::1]:8443", "http://0.0.0.0:8443"] {
+            #expect(relay.isOwnListener(url), "\(url)")
+        }
+        for url in ["http://127.0.0.1:8444", "https://api.push.apple.com", "https://relay.internal:8443"] {
+            #expect(!relay.isOwnListener(url), "\(url)")
+        }
+        #expect(!RelayConfiguration(host: "127.0.0.1", port: 8443).isOwnListener("http://[::1]:8443"))
+    }
+
     /// A relay that holds the team's key sends its own provider token (one, reused) in place of
     /// whatever the client sent; the fake checks it as Apple does (signature, key id, team, age,
     /// and no replacement within 20 minutes).

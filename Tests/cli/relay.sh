@@ -28,10 +28,11 @@ uport=$(free_port)
 nghttpd --no-tls --echo-upload -d "$tmp/up" "$uport" > "$tmp/nghttpd.log" 2>&1 &
 pids+=($!)
 
-start_relay() {  # log name, options... → $rport, $relay
+start_relay() {  # log name, options... → $rport (the port in $next_port when set), $relay
   local name=$1
   shift
-  rport=$(free_port)
+  rport=${next_port:-$(free_port)}
+  next_port=
   "$bin" relay --port "$rport" --allow-address 127.0.0.1/32 --public-base-url https://cdn.example.com/m "$@" \
     > "$tmp/$name.log" 2>&1 &
   relay=$!
@@ -215,6 +216,23 @@ code=$(curl -s --http2-prior-knowledge -o "$tmp/b4" -w '%{http_code}' --data-bin
 check "clear-text HTTP/2; an upstream that is down is 503 (got $code)" "[ $code = 503 ]"
 check "… with Apple's reason" "[ \"\$(cat $tmp/b4)\" = '{\"reason\":\"ServiceUnavailable\"}' ]"
 kill -TERM "$relay"; wait "$relay"
+
+# Loops: a relay named as its own upstream is refused at start; two relays forwarding to each
+# other (a loop through another name) answer 508 LoopDetected at the first repeat, at once, where
+# without the via field the request went round until the upstream timeout.
+lport=$(free_port)
+"$bin" relay --port "$lport" --apns-upstream "http://localhost:$lport" > "$tmp/self.log" 2>&1; code=$?
+check "a relay whose upstream is its own listener does not start (exit $code)" \
+  "[ $code = 64 ] && grep -q 'own listener' $tmp/self.log"
+aport2=$(free_port); bport2=$(free_port)
+next_port=$aport2 start_relay loop-a --apns-upstream "http://127.0.0.1:$bport2"
+loop_a=$relay
+next_port=$bport2 start_relay loop-b --apns-upstream "http://127.0.0.1:$aport2"
+code=$(curl -s --http2-prior-knowledge -m 5 -o "$tmp/b5" -w '%{http_code}' "${apns[@]}" --data-binary "$plain" \
+  "http://127.0.0.1:$aport2/3/device/abc")
+check "two relays forwarding to each other: 508 LoopDetected at the first repeat (got $code $(cat "$tmp/b5"))" \
+  "[ $code = 508 ] && [ \"\$(cat $tmp/b5)\" = '{\"reason\":\"LoopDetected\"}' ]"
+kill -TERM "$relay" "$loop_a"; wait "$relay" "$loop_a"
 
 if [ "$failed" -gt 0 ]; then
   for log in "$tmp"/*.log; do echo "--- $log"; tail -n 20 "$log"; done
