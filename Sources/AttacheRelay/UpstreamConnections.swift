@@ -235,7 +235,7 @@ final class Connection: Sendable {
     }
 
     /// Open, and the upstream has not asked for new streams to go elsewhere.
-    var isUsable: Bool { channel.isActive && !watcher.goingAway.withLockedValue { $0 } }
+    var isUsable: Bool { channel.isActive && !watcher.goingAway }
 
     func send(_ exchange: Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) async throws -> Forwarder.Answer {
         let answer = channel.eventLoop.makePromise(of: Forwarder.Answer.self)
@@ -253,13 +253,13 @@ final class Connection: Sendable {
         let created = channel.eventLoop.makePromise(of: (any Channel).self)
         // The multiplexer is the connection's event loop's alone: a stream made from another
         // thread races with the loop's own bookkeeping (seen as streams that never opened).
-        let multiplexer = multiplexer
+        let (multiplexer, watcher) = (multiplexer, watcher)
         let body = exchange.body
         channel.eventLoop.execute {
             multiplexer.createStreamChannel(promise: created) { stream in
                 stream.eventLoop.makeCompletedFuture {
                     try stream.pipeline.syncOperations.addHandler(
-                        ExchangeHandler(head: head, body: body, answer: answer, deadline: deadline)
+                        ExchangeHandler(head: head, body: body, answer: answer, deadline: deadline, goAway: watcher)
                     )
                 }
             }
@@ -275,11 +275,22 @@ final class Connection: Sendable {
 /// streams in flight on this one finish.
 final class GoAwayWatcher: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTP2Frame
-    let goingAway = NIOLockedValueBox(false)
+    /// The lowest last stream id of the GOAWAYs received; nil before the first.
+    private let lastStreamID = NIOLockedValueBox<HTTP2StreamID?>(nil)
+
+    var goingAway: Bool { lastStreamID.withLockedValue { $0 != nil } }
+
+    /// Whether a GOAWAY said `stream` was not processed (RFC 9113 §6.8: streams above its last
+    /// id were not acted on, and may be sent again on another connection). NIO then closes such a
+    /// stream with CANCEL, which by itself promises nothing. The frame reaches this handler
+    /// before NIO closes the streams it drops.
+    func refused(_ stream: HTTP2StreamID) -> Bool {
+        lastStreamID.withLockedValue { last in last.map { stream > $0 } ?? false }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .goAway = unwrapInboundIn(data).payload {
-            goingAway.withLockedValue { $0 = true }
+        if case .goAway(let last, _, _) = unwrapInboundIn(data).payload {
+            lastStreamID.withLockedValue { $0 = min($0 ?? last, last) }
         }
         context.fireChannelRead(data)
     }
@@ -302,7 +313,11 @@ final class ExchangeHandler: ChannelInboundHandler {
     private var done = false
     private var timeout: Scheduled<Void>?
 
-    init(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline) {
+    private let goAway: GoAwayWatcher
+
+    init(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline,
+         goAway: GoAwayWatcher) {
+        self.goAway = goAway
         self.head = head
         self.body = body
         self.answer = answer
@@ -369,7 +384,7 @@ final class ExchangeHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream || goAway.refused(closed.streamID) {
             finish(.failure(UpstreamError.unsent("refused (GOAWAY)")))
         } else {
             finish(.failure(UpstreamError.noAnswer("\(error)")))

@@ -77,7 +77,7 @@ public final class FakeProvider: Sendable {
     }
 
     /// What the next requests meet, in order, before the rules are applied.
-    public enum Fault: Sendable {
+    public enum Fault: Sendable, Equatable {
         /// This status and reason instead of the normal answer (e.g. 429 `TooManyRequests`).
         case answer(status: Int, reason: String)
         /// The connection is closed with the request unanswered.
@@ -85,6 +85,10 @@ public final class FakeProvider: Sendable {
         /// This request is refused unprocessed (REFUSED_STREAM), and GOAWAY names the stream
         /// before it as the last the connection will take.
         case goAway
+        /// GOAWAY alone names the stream before this one as the last the connection will take
+        /// (0 for a connection's first): RFC 9113 says a stream above it was not processed, and
+        /// nothing else says so.
+        case goAwayAlone
     }
 
     public let port: Int
@@ -189,7 +193,7 @@ final class FakeProviderRules: Sendable {
     enum Decision {
         case answer(Answer, after: Duration)
         case drop
-        case goAway
+        case goAway(reset: Bool)
     }
 
     func decide(path: String, fields: [String: String], body: [UInt8], connection: Int) -> Decision {
@@ -199,9 +203,9 @@ final class FakeProviderRules: Sendable {
         var answer: Answer
         switch fault {
         case .drop: return .drop
-        case .goAway:
+        case .goAway, .goAwayAlone:
             state.withLockedValue { _ = $0.wentAway.insert(connection) }
-            return .goAway
+            return .goAway(reset: fault == .goAway)
         case .answer(let status, let reason): answer = error(status, reason)
         case nil: answer = rules(path: path, fields: fields, body: body)
         }
@@ -365,13 +369,12 @@ final class FakeProviderStream: ChannelInboundHandler {
         switch rules.decide(path: path, fields: fields, body: body, connection: connection) {
         case .drop:
             context.channel.parent?.close(promise: nil)
-        case .goAway:
+        case .goAway(let reset):
             let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? .rootStream
             let last = HTTP2StreamID(max(0, Int(Int32(streamID)) - 2))
-            // This stream is refused outright (REFUSED_STREAM: not processed, safe to retry), then
-            // the connection goes away; closing the stream by GOAWAY alone makes NIO reset it
-            // with CANCEL, which promises nothing.
-            context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
+            // With `reset`, this stream is refused outright too (REFUSED_STREAM: not processed,
+            // safe to retry) before the connection goes away.
+            if reset { context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil) }
             context.channel.parent?.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil)),
                                                   promise: nil)
         case .answer(let answer, let delay):

@@ -246,6 +246,20 @@ struct RelayClient {
         }
     }
 
+    /// A GOAWAY alone, with no RST_STREAM, whose last stream id is below the request's (0 on a
+    /// connection's first stream): the upstream did not process it, so it goes again on a new
+    /// connection, once, and the client is told "sent".
+    @Test func aRequestAboveAGoAwaysLastStreamIsSentOnceOnANewConnection() async throws {
+        try await RelayHarness.with { client, upstreams, _ in
+            upstreams.apns.inject(.goAwayAlone)
+            let first = try await client.post("/3/device/abc", #"{"aps":{"alert":"1"}}"#, fields: Self.apnsFields)
+            #expect(first.status == 200)
+            let received = upstreams.apns.received
+            #expect(received.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"aps":{"alert":"1"}}"#])
+            #expect(received.allSatisfy { !upstreams.apns.wentAway.contains($0.connection) })
+        }
+    }
+
     /// FCM v1: Google's own image example is enriched (its alert is FCM's to build) and forwarded
     /// with `webpush` as it came; the client gets Google's `name`.
     @Test func anFCMRequestIsEnrichedAndForwarded() async throws {
