@@ -69,6 +69,16 @@ public struct EnrichmentMetrics: Sendable {
         Counter(label: "attache_relay_upstream_total", dimensions: [("status", String(status))], factory: factory).increment()
     }
 
+    /// Client connections the relay closed at once: past its cap, overall or from one address.
+    public func connectionRefused() {
+        Counter(label: "attache_relay_connections_refused_total", factory: factory).increment()
+    }
+
+    /// Streams a client reset (RST_STREAM), whatever state they were in.
+    public func clientReset() {
+        Counter(label: "attache_relay_client_resets_total", factory: factory).increment()
+    }
+
     /// Requests a client reset or closed its connection on before their end: none went upstream.
     public func abandoned() {
         Counter(label: "attache_relay_abandoned_total", factory: factory).increment()

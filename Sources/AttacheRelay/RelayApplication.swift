@@ -1,11 +1,11 @@
 import Attache
 import AttacheEnrichment
+import AttacheHTTPKit
 import AttacheOperations
 import AttacheSupport
 import AttacheTenants
 import Hummingbird
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOSSL
@@ -22,6 +22,7 @@ public func buildRelayApplication(
     credentials: ProviderCredentials = ProviderCredentials(),
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.relay"),
+    connections: RelayConnections? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let router = Router()
@@ -29,19 +30,26 @@ public func buildRelayApplication(
     RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, tenants: tenants,
                     credentials: credentials, metrics: metrics, logger: logger)
         .register(on: router)
-    // Limits on a client's connection: an idle one is closed after `idleTimeout`; HTTP/2 allows
-    // 100 concurrent streams and 16 KB of headers per request (swift-nio-http2's settings), and
-    // HTTP/1.1 the same headers; bodies are capped by `maxBodyBytes` as they are read.
+    // Limits on a client's connection: an idle one is closed after `idleTimeout`; past the caps
+    // (overall, per address) one is closed at once; HTTP/2 allows 100 concurrent streams, 16 KB
+    // of headers per request and NIO's reset rate (swift-nio-http2's settings); HTTP/1.1 the same
+    // headers, within the header and body timeouts; bodies are capped by `maxBodyBytes` as they
+    // are read.
     let idle = configuration.idleTimeout
-    let http2 = HTTP2Channel.Configuration(idleTimeout: idle, streamConfiguration: .init(
-        additionalChannelHandlers: [LastFrameEndsStream.Installer(), RequestMustEnd()],
-        idleTimeout: nil, httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024)
-    ))
-    let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestMustEnd()],
+    let http2 = RelayHTTP2(idleTimeout: idle, onReset: { metrics.clientReset() })
+    // The cap is the connection's first handler's, over both protocols; a year stands for never.
+    let limits = ConnectionLimits(headerTimeout: configuration.connections.headerTimeout, bodyTimeout: configuration.connections.bodyTimeout,
+                                  idleTimeout: idle ?? .seconds(365 * 86_400), maxConnections: .max)
+    let watched = Connections()
+    let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: watched), RequestMustEnd()],
                                            idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },
                                            httpDecoderConfiguration: .init(maxHeaderListSize: 16 * 1024))
+    let open = connections ?? RelayConnections(maximum: configuration.connections.maxConnections,
+                                               maximumPerAddress: configuration.maxConnectionsPerAddress)
     let tls = try configuration.tls.map { try NIOSSLContext(configuration: try tlsConfiguration($0)) }
-    let server = HTTPServerBuilder { responder in RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2) }
+    let server = HTTPServerBuilder { responder in
+        RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2, cap: { ConnectionCap(connections: open, metrics: metrics) })
+    }
     return Application(router: router, server: server,
                        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
                        onServerRunning: onServerRunning, logger: logger)

@@ -1,6 +1,5 @@
 import Hummingbird
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP2
@@ -16,35 +15,40 @@ import ServiceLifecycle
 /// the first bytes a client sends: HTTP/2's connection preface, or anything else.
 struct RelayChannel: HTTPChannelHandler {
     struct Value: ServerChildChannelValue {
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>>
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1Channel.Value, RelayHTTP2.Connection>>
         let channel: any Channel
     }
 
     private let tls: NIOSSLContext?
     private let http1: HTTP1Channel
-    private let http2: HTTP2Channel
+    private let http2: RelayHTTP2
     var responder: Responder { http1.responder }
 
     /// `tls`: the relay's certificate, offering ALPN `h2` and `http/1.1`; nil: clear text.
-    init(responder: @escaping Responder, tls: NIOSSLContext?, http1: HTTP1Channel.Configuration, http2: HTTP2Channel.Configuration) {
+    /// The first handler of each connection: the caps on connections.
+    private let cap: @Sendable () -> ConnectionCap
+
+    init(responder: @escaping Responder, tls: NIOSSLContext?, http1: HTTP1Channel.Configuration, http2: RelayHTTP2,
+         cap: @escaping @Sendable () -> ConnectionCap) {
+        self.cap = cap
         self.tls = tls
         self.http1 = HTTP1Channel(responder: responder, configuration: http1)
-        self.http2 = HTTP2Channel(responder: responder, configuration: http2)
+        self.http2 = http2
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>
+        typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, RelayHTTP2.Connection>
         return channel.eventLoop.makeCompletedFuture {
             // The protocol negotiation handler that TLS's ALPN feeds, fed here by the preface.
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
                 if case .negotiated("h2") = result {
-                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                    return channel.eventLoop.makeCompletedFuture { .http2(try http2.setup(channel: channel, handler: self, logger: logger)) }
                 }
                 return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
             }
             let deciders: [any ChannelHandler] = tls.map { [NIOSSLServerHandler(context: $0), PrefaceSniffer(afterTLS: true)] }
                 ?? [PrefaceSniffer()]
-            try channel.pipeline.syncOperations.addHandlers(deciders + [negotiation])
+            try channel.pipeline.syncOperations.addHandlers([cap()] + deciders + [negotiation])
             return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
         }
     }
@@ -60,7 +64,7 @@ struct RelayChannel: HTTPChannelHandler {
             }
             switch negotiated {
             case .http1_1(let connection): await http1.handle(value: connection, logger: logger)
-            case .http2(let connection): await http2.handle(value: connection, logger: logger)
+            case .http2(let connection): await http2.handle(connection)
             }
         } catch {
             logger.debug("no protocol agreed on a clear-text connection", metadata: ["attache.error": "\(error)"])
@@ -70,7 +74,7 @@ struct RelayChannel: HTTPChannelHandler {
 
 /// Reads until the client's first bytes show whether they begin HTTP/2's connection preface,
 /// reports that as a negotiated protocol, passes the bytes on and leaves the pipeline.
-/// A client that sends nothing for 10 seconds is closed. Behind TLS it waits for the handshake:
+/// A client that sends nothing for 10 seconds, or closes its side first, is closed. Behind TLS it waits for the handshake:
 /// a protocol agreed by ALPN goes on as it is, and the bytes decide only when none was.
 final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -99,6 +103,12 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A client that closed its side before saying anything has gone: its place under the
+        // connection caps is free now, not after the silence.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
         guard !sniffing, case .handshakeCompleted(let agreed)? = event as? TLSUserEvent else {
             context.fireUserInboundEventTriggered(event)
             return
@@ -186,17 +196,6 @@ final class LastFrameEndsStream: ChannelOutboundHandler, RemovableChannelHandler
         }
         context.close(mode: mode, promise: promise)
     }
-
-    /// Hummingbird adds a stream's extra handlers after its codec, where they see HTTP parts; this
-    /// one puts the frame handler in front of the codec, where frames pass, then leaves.
-    final class Installer: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = Never
-
-        func handlerAdded(context: ChannelHandlerContext) {
-            try? context.pipeline.syncOperations.addHandler(LastFrameEndsStream(), position: .first)
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-        }
-    }
 }
 
 /// A request goes upstream only once the client has sent all of it. Hummingbird takes the end of
@@ -213,6 +212,12 @@ final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
     struct Incomplete: Error {}
 
     private var inRequest = false
+    /// Told of each stream the client resets.
+    private let onReset: @Sendable () -> Void
+
+    init(onReset: @escaping @Sendable () -> Void = {}) {
+        self.onReset = onReset
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -234,6 +239,7 @@ final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A reset stream says so itself; the request is over either way.
         inRequest = false
+        if error is NIOHTTP2Errors.StreamClosed { onReset() }
         context.fireErrorCaught(error)
     }
 }

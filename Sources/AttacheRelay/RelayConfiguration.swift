@@ -1,5 +1,6 @@
 import Attache
 import AttacheEnrichment
+import AttacheHTTPKit
 import AttacheTenants
 
 /// What `attache relay` runs with: where it listens, how (HTTP/2 with prior knowledge in clear
@@ -40,6 +41,11 @@ public struct RelayConfiguration: Sendable {
     /// Certificate-based APNs authentication: the provider's client certificate, presented to
     /// Apple on every APNs connection.
     public var apnsCertificate: Identity?
+    /// Slow clients over HTTP/1.1 (the time for a request's headers, then its body) and the cap
+    /// on connections open at once, over both protocols; the idle timeout is `idleTimeout`.
+    public var connections = ConnectionLimits()
+    /// Connections open at once from one client address; past that, new ones are closed.
+    public var maxConnectionsPerAddress = 256
 
     public init(host: String = "127.0.0.1", port: Int = 8443, tls: Identity? = nil,
                 apnsUpstream: String = RelayConfiguration.apnsProduction, fcmUpstream: String = RelayConfiguration.fcm,

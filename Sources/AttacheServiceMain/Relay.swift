@@ -54,6 +54,11 @@ struct RelayCommand: LongRunningCommand {
 
     @OptionGroup var idle: IdleTimeoutOptionGroup
 
+    @OptionGroup var connections: ConnectionOptionGroup
+
+    @Option(help: "Connections open at once from one client address; past that, new ones are closed [ATTACHE_MAX_CONNECTIONS_PER_ADDRESS, default 256].")
+    var maxConnectionsPerAddress: Int?
+
     @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
     var upstreamCa: String?
 
@@ -121,6 +126,10 @@ struct RelayCommand: LongRunningCommand {
                                                       default: relay.upstreamTimeout)
         let idleTimeout = try idle.timeout(settings, default: .seconds(300))
         relay.idleTimeout = idleTimeout > .zero ? idleTimeout : nil
+        try connections.read(settings, into: &relay.connections)
+        relay.maxConnectionsPerAddress = try settings.int(maxConnectionsPerAddress, "ATTACHE_MAX_CONNECTIONS_PER_ADDRESS",
+                                                          option: "--max-connections-per-address",
+                                                          default: relay.maxConnectionsPerAddress, in: 1...1_000_000)
         relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
         switch (settings.string(apnsCertificate, "ATTACHE_APNS_CERTIFICATE"), settings.string(apnsCertificateKey, "ATTACHE_APNS_CERTIFICATE_KEY")) {
         case (let certificate?, let key?): relay.apnsCertificate = .init(certificatePath: certificate, keyPath: key)
@@ -176,10 +185,12 @@ struct RelayCommand: LongRunningCommand {
             "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",
             "attache.apns": "\(setup.relay.apnsUpstream)", "attache.fcm": "\(setup.relay.fcmUpstream)",
         ]
+        let connections = RelayConnections(maximum: relay.connections.maxConnections, maximumPerAddress: relay.maxConnectionsPerAddress)
         services.append(try buildRelayApplication(configuration: relay, enrichment: enrichment, forwarder: forwarder, tenants: tenants?.tenants,
-                                                  credentials: setup.credentials, logger: logger) { _ in
+                                                  credentials: setup.credentials, logger: logger, connections: connections) { _ in
             logger.info("attache relay listening", metadata: started)
         })
+        services.append(MemoryRelease { connections.takeClosed() > 0 })
         if let port = setup.metricsPort {
             services.append(buildProbeApplication(host: setup.relay.host, port: port, registry: registry, healthy: { true }, logger: logger))
         }

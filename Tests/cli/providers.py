@@ -24,7 +24,13 @@
                                 sends half a body and resets the stream (RST_STREAM CANCEL), then
                                 closes; "headers" opens N connections of M streams each with
                                 HEADERS alone, then closes them; "http1" sends an HTTP/1.1 request
-                                whose body stops short of its Content-Length, then closes
+                                whose body stops short of its Content-Length, then closes;
+                                "rapid" opens N connections that each open and reset M streams
+                                (HEADERS, then RST_STREAM at once: the rapid-reset attack)
+  providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
+                                prints the seconds until the relay closed the connection
+  providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
+                                them the relay closed within a second
 """
 import asyncio
 import itertools
@@ -187,6 +193,44 @@ APNS_HEADERS = [("apns-topic", "com.example.app"), ("authorization", "bearer eyJ
 SECRET = b'{"aps":{"alert":"Your code is 123456","mutable-content":0}}'
 
 
+def slowloris(port):
+    import socket
+    import time
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /v1/projects/p1/messages:send HTTP/1.1\r\n")
+        s.settimeout(0.5)
+        while time.monotonic() - start < 60:
+            try:
+                if s.recv(1024) == b"":
+                    break
+            except socket.timeout:
+                pass
+            try:
+                s.sendall(b"X")
+            except OSError:
+                break
+    print("%.1f" % (time.monotonic() - start))
+
+
+def hold(port, count):
+    import socket
+    import time
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
+    time.sleep(1)
+    closed = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            closed += s.recv(1) == b""
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    print(closed)
+
+
 def hostile(port, case, connections=1, streams=1):
     import socket
     import time
@@ -205,7 +249,9 @@ def hostile(port, case, connections=1, streams=1):
             stream = conn.get_next_available_stream_id()
             conn.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":authority", "relay"),
                                        (":path", "/3/device/abc%d" % n)] + APNS_HEADERS)
-            if case == "unfinished":
+            if case == "rapid":
+                conn.reset_stream(stream, error_code=8)  # CANCEL
+            elif case == "unfinished":
                 conn.send_data(stream, SECRET)
             elif case == "reset":
                 conn.send_data(stream, SECRET[:34])
@@ -213,7 +259,7 @@ def hostile(port, case, connections=1, streams=1):
         if case == "reset":
             time.sleep(0.2)
             for stream in range(1, 2 * streams, 2):
-                conn.reset_stream(stream)
+                conn.reset_stream(stream, error_code=8)  # CANCEL
             s.sendall(conn.data_to_send())
         sockets.append(s)
     time.sleep(0.5)
@@ -226,6 +272,10 @@ if __name__ == "__main__":
         oauth(int(sys.argv[2]))
     elif sys.argv[1] == "upstream":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
+    elif sys.argv[1] == "slowloris":
+        slowloris(int(sys.argv[2]))
+    elif sys.argv[1] == "hold":
+        hold(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "hostile":
         hostile(int(sys.argv[2]), sys.argv[3], *map(int, sys.argv[4:6]))
     elif sys.argv[1] == "burst":

@@ -10,7 +10,9 @@
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
-#   reaches the upstream.
+#   reaches the upstream; a slowloris client is closed at the header timeout, connections past the
+#   per-address cap at once; a relay named as its own upstream does not start, two relays
+#   forwarding to each other answer 508 at the first repeat.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 pids=()
@@ -139,6 +141,45 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "unfinished, reset and headers-only requests never reach the upstream (it got $got, the whole one alone)" \
     "[ $got = 1 ] && grep -q '/3/device/whole' $tmp/hostile.jsonl"
   kill -TERM "$relay"; wait "$relay"
+  # Slow and numerous clients: an HTTP/1.1 request's headers must be in within --header-timeout
+  # (1 s here) however slowly they drip; past --max-connections-per-address (5 here) a client's
+  # connections are closed at once; once they are gone, a request goes through.
+  start_relay caps --apns-upstream "http://127.0.0.1:$hport" --header-timeout 1s --max-connections-per-address 5
+  took=$("$python" Tests/cli/providers.py slowloris "$rport")
+  check "slowloris over HTTP/1.1: closed at the header timeout (after ${took}s)" "awk 'BEGIN { exit !($took >= 0.9 && $took < 4) }'"
+  closed=$("$python" Tests/cli/providers.py hold "$rport" 12)
+  check "12 connections from one address, 5 allowed: 7 closed at once (got $closed)" "[ '$closed' = 7 ]"
+  sleep 0.5
+  code=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' "${apns[@]}" --data-binary "$plain" "http://127.0.0.1:$rport/3/device/whole")
+  check "… and once they are gone, a request goes through (got $code)" "[ $code = 200 ]"
+  kill -TERM "$relay"; wait "$relay"
+
+  # Rapid reset (streams opened and reset at once, CVE-2023-44487): five rounds of 80
+  # connections resetting 150 streams each. Once the relay has worked through them (its count of
+  # resets stops moving) and given the memory back, its RSS is within 20 % of what it was before
+  # (after one such connection, which brings in the code and buffers HTTP/2 uses); the process
+  # stays up and a request still goes through.
+  mport=$(free_port)
+  start_relay rapid --apns-upstream "http://127.0.0.1:$hport" --metrics-port "$mport"
+  rss() { awk '/^VmRSS/ {print $2}' "/proc/$relay/status"; }
+  resets() { curl -s "http://127.0.0.1:$mport/metrics" | awk '$1 == "attache_relay_client_resets_total" {print $2}'; }
+  settled() {  # until the count of resets has not moved for 4 s (at most 2 minutes), then the trims
+    local last=-1 now
+    for _ in $(seq 30); do now=$(resets); [ "$now" = "$last" ] && break; last=$now; sleep 4; done
+    sleep 5
+  }
+  "$python" Tests/cli/providers.py hostile "$rport" rapid 1 150
+  settled
+  before=$(rss)
+  for _ in 1 2 3 4 5; do "$python" Tests/cli/providers.py hostile "$rport" rapid 80 150; done
+  settled
+  after=$(rss)
+  check "rapid reset, 5 x 80 connections x 150 streams ($(resets) resets counted): RSS ${before} kB, then ${after} kB (at most +20 %)" \
+    "[ $after -le $((before * 12 / 10)) ] && [ \"\$(resets)\" -ge 1000 ]"
+  code=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' "${apns[@]}" --data-binary "$plain" "http://127.0.0.1:$rport/3/device/whole")
+  check "… and a request goes through after them (got $code)" "[ $code = 200 ]"
+  kill -TERM "$relay"; wait "$relay"
+
   start_relay tls4 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$aport"
 else
   echo "FAIL: no aioapns in $python: run make test-deps"

@@ -1,4 +1,3 @@
-import AttacheHTTPKit
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -26,8 +25,10 @@ public struct ConnectionLimits: Sendable {
 
 /// The open connections, shared by every connection's guard and by the handlers: how many there
 /// are, and for each one a way for a request's work to learn that its client has gone.
-final class Connections: Sendable {
+public final class Connections: Sendable {
     private let open = Mutex<[ObjectIdentifier: ConnectionWatch]>([:])
+
+    public init() {}
 
     /// Registers a connection; returns its watch and how many are open with it.
     func enter(_ channel: any Channel) -> (ConnectionWatch, Int) {
@@ -40,13 +41,13 @@ final class Connections: Sendable {
         open.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }?.clientGone()
     }
 
-    func watch(for channel: any Channel) -> ConnectionWatch? {
+    public func watch(for channel: any Channel) -> ConnectionWatch? {
         open.withLock { $0[ObjectIdentifier(channel)] }
     }
 }
 
 /// Tells a request's work that its client has gone (closed or reset the connection).
-final class ConnectionWatch: Sendable {
+public final class ConnectionWatch: Sendable {
     private struct State {
         var gone = false
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -66,7 +67,7 @@ final class ConnectionWatch: Sendable {
     }
 
     /// Runs `operation`, cancelled if the client goes away first; nil in that case.
-    func run<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
+    public func run<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
         let id = state.withLock { s in s.next += 1; return s.next }
         return await withTaskGroup(of: T?.self) { group in
             group.addTask { await operation() }
@@ -203,27 +204,27 @@ struct ConnectionGuardStateMachine {
 /// file descriptors and silence the service for everyone (no token is needed to open a socket).
 /// Sits after the HTTP/1.1 decoder, so it sees request parts; Hummingbird's own idle timeout
 /// is reset by every byte, which a client dripping a request line never stops sending.
-final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
 
     private var machine: ConnectionGuardStateMachine
     private let connections: Connections
     private var watch: ConnectionWatch?
     private var timer: Scheduled<Void>?
 
-    init(limits: ConnectionLimits, connections: Connections) {
+    public init(limits: ConnectionLimits, connections: Connections) {
         machine = ConnectionGuardStateMachine(limits: limits)
         self.connections = connections
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    public func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { opened(context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
         opened(context)
         context.fireChannelActive()
     }
@@ -235,12 +236,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.opened(overCapacity: open > machine.limits.maxConnections), context)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         leave(context)
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    public func handlerRemoved(context: ChannelHandlerContext) {
         leave(context)
     }
 
@@ -253,7 +254,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let action = machine.read(unwrapInboundIn(data))
         if machine.state == .refused || machine.state == .closed {
             perform(action, context)
@@ -263,7 +264,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let response):
             context.write(wrapOutboundOut(.head(machine.head(response))), promise: promise)
@@ -285,7 +286,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
             perform(machine.inputClosed(), context)
         }

@@ -1,0 +1,155 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP2
+import ServiceLifecycle
+import Synchronization
+
+/// The relay's HTTP/2 door: each stream is handed to a task of its own as it opens, in the stream's
+/// initializer, so no stream ever waits in a queue for a reader that may be gone.
+///
+/// Hummingbird's `HTTP2Channel` hands each new stream to the connection's task through an
+/// `AsyncThrowingStream`. A client that opens streams and breaks its connection in one burst (the
+/// rapid-reset attack, or any client that opens many streams and disconnects) made streams open
+/// after that sequence had ended: each was dropped with its `NIOAsyncChannel` unfinished, which
+/// NIO stops the process for (a precondition, in release builds too), and those it still held
+/// stayed in memory.
+struct RelayHTTP2: Sendable {
+    struct Connection: Sendable {
+        let channel: any Channel
+        let streams: NIOLoopBound<OpenStreams>
+    }
+
+    /// A connection with no stream open for this long is closed; nil: never.
+    let idleTimeout: Duration?
+    /// Told of each stream a client resets.
+    let onReset: @Sendable () -> Void
+    /// Streams being answered across every connection.
+    let inFlight = StreamsInFlight(limit: 4096)
+
+    /// Puts HTTP/2 on `channel` (on its event loop), each stream answered by `handler`'s responder.
+    func setup(channel: any Channel, handler: some HTTPChannelHandler, logger: Logger) throws -> Connection {
+        let streams = NIOLoopBound(OpenStreams(channel: channel, idleTimeout: idleTimeout), eventLoop: channel.eventLoop)
+        // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
+        // control frames (rapid reset, ping and settings floods).
+        _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: .init(), streamConfiguration: .init(),
+            streamDelegate: StreamDelegate(streams: streams)
+        ) { [inFlight] stream in
+            stream.eventLoop.makeCompletedFuture {
+                // Past the limit a stream is refused unprocessed, which a client may send again:
+                // each waiting task holds its stream (about 20 KB), and a client that opens and
+                // resets streams faster than they are answered would otherwise pile them up
+                // without bound (280 MB under 80 connections resetting 150 streams each).
+                guard inFlight.enter() else {
+                    stream.writeAndFlush(HTTP2Frame.FramePayload.rstStream(.refusedStream), promise: nil)
+                    stream.close(promise: nil)
+                    return
+                }
+                let sync = stream.pipeline.syncOperations
+                // LastFrameEndsStream sees frames, so it goes before the codec; RequestMustEnd
+                // sees the codec's HTTP parts.
+                try sync.addHandlers([LastFrameEndsStream(), HTTP2FramePayloadToHTTPServerCodec(), RequestMustEnd(onReset: onReset)])
+                let parts = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(wrappingChannelSynchronously: stream)
+                Task {
+                    await handler.handleHTTP(asyncChannel: parts, logger: logger)
+                    inFlight.leave()
+                }
+            }
+        }
+        streams.value.armIdle()
+        // The idle timer holds the channel: it goes with the connection, not minutes later.
+        channel.closeFuture.whenComplete { _ in streams.value.stop() }
+        return Connection(channel: channel, streams: streams)
+    }
+
+    /// Runs until the connection closes. At graceful shutdown: GOAWAY, no new stream, and the
+    /// connection closed once the streams in flight have been answered.
+    func handle(_ connection: Connection) async {
+        await withGracefulShutdownHandler {
+            try? await connection.channel.closeFuture.get()
+        } onGracefulShutdown: {
+            connection.channel.eventLoop.execute { connection.streams.value.quiesce() }
+        }
+    }
+}
+
+/// The streams open on one connection, on its event loop: what its idle timeout and its draining
+/// at shutdown go by.
+final class OpenStreams {
+    private let channel: any Channel
+    private let idleTimeout: Duration?
+    private var open = 0
+    private var highest = HTTP2StreamID(0)
+    private var draining = false
+    private var idle: Scheduled<Void>?
+
+    init(channel: any Channel, idleTimeout: Duration?) {
+        self.channel = channel
+        self.idleTimeout = idleTimeout
+    }
+
+    func created(_ id: HTTP2StreamID) {
+        open += 1
+        highest = max(highest, id)
+        idle?.cancel()
+        idle = nil
+    }
+
+    func closed() {
+        open -= 1
+        guard open == 0 else { return }
+        if draining { channel.close(promise: nil) } else { armIdle() }
+    }
+
+    func armIdle() {
+        guard let idleTimeout, !draining else { return }
+        let channel = channel
+        idle = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(idleTimeout.nanoseconds))) { channel.close(promise: nil) }
+    }
+
+    func stop() {
+        draining = true
+        idle?.cancel()
+        idle = nil
+    }
+
+    /// GOAWAY naming the last stream opened (those in flight are answered); closed now if none is.
+    func quiesce() {
+        guard !draining else { return }
+        draining = true
+        idle?.cancel()
+        let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: highest, errorCode: .noError, opaqueData: nil))
+        channel.writeAndFlush(goAway, promise: nil)
+        if open == 0 { channel.close(promise: nil) }
+    }
+}
+
+/// NIO tells it of each stream's opening and closing, on the connection's event loop.
+private struct StreamDelegate: NIOHTTP2StreamDelegate {
+    let streams: NIOLoopBound<OpenStreams>
+
+    func streamCreated(_ id: HTTP2StreamID, channel: any Channel) { streams.value.created(id) }
+    func streamClosed(_ id: HTTP2StreamID, channel: any Channel) { streams.value.closed() }
+}
+
+/// How many streams are being answered, against a limit.
+final class StreamsInFlight: Sendable {
+    private let count = Atomic<Int>(0)
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Takes a place; false (and none taken) at the limit.
+    func enter() -> Bool {
+        if count.wrappingAdd(1, ordering: .relaxed).newValue <= limit { return true }
+        count.wrappingSubtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func leave() { count.wrappingSubtract(1, ordering: .relaxed) }
+}
