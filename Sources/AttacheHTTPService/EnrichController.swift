@@ -9,7 +9,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 
 /// `POST /v1/enrich`: the payload in, the payload to send out — always 200 for a JSON object,
 /// 400 only for a body that is not one, 413 for a body over the limit.
@@ -21,20 +20,6 @@ struct EnrichController: Sendable {
     let metrics: EnrichmentMetrics
     let connections: Connections
     let inFlight = InFlight()
-
-    final class InFlight: Sendable {
-        private let count = Atomic<Int>(0)
-        /// Takes a slot, or returns nil when `limit` are taken.
-        func enter(limit: Int) -> Int? {
-            let now = count.wrappingAdd(1, ordering: .relaxed).newValue
-            if now > limit {
-                count.wrappingSubtract(1, ordering: .relaxed)
-                return nil
-            }
-            return now
-        }
-        func leave() -> Int { count.wrappingSubtract(1, ordering: .relaxed).newValue }
-    }
 
     func register(on router: some RouterMethods<AttacheRequestContext>) {
         router.post("/v1/enrich") { request, context in try await enrich(request, context: context) }

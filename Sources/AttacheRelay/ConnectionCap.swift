@@ -40,8 +40,6 @@ public final class RelayConnections: Sendable {
 
     /// Connections closed since the last call.
     public func takeClosed() -> Int { closed.exchange(0, ordering: .relaxed) }
-
-    public var open: Int { counts.withLock { $0.total } }
 }
 
 /// The first handler of every client connection: a connection past the caps is closed before a

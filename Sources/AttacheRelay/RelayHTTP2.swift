@@ -1,3 +1,4 @@
+import AttacheHTTPKit
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -5,7 +6,6 @@ import NIOHTTP2
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP2
 import ServiceLifecycle
-import Synchronization
 
 /// The relay's HTTP/2 door: each stream is handed to a task of its own as it opens, in the stream's
 /// initializer, so no stream ever waits in a queue for a reader that may be gone.
@@ -26,8 +26,9 @@ struct RelayHTTP2: Sendable {
     let idleTimeout: Duration?
     /// Told of each stream a client resets.
     let onReset: @Sendable () -> Void
-    /// Streams being answered across every connection.
-    let inFlight = StreamsInFlight(limit: 4096)
+    /// Streams being answered across every connection, and how many may be.
+    let inFlight = InFlight()
+    static let maxStreamsInFlight = 4096
 
     /// Puts HTTP/2 on `channel` (on its event loop), each stream answered by `handler`'s responder.
     func setup(channel: any Channel, handler: some HTTPChannelHandler, logger: Logger) throws -> Connection {
@@ -43,7 +44,7 @@ struct RelayHTTP2: Sendable {
                 // each waiting task holds its stream (about 20 KB), and a client that opens and
                 // resets streams faster than they are answered would otherwise pile them up
                 // without bound (280 MB under 80 connections resetting 150 streams each).
-                guard inFlight.enter() else {
+                guard inFlight.enter(limit: Self.maxStreamsInFlight) != nil else {
                     stream.writeAndFlush(HTTP2Frame.FramePayload.rstStream(.refusedStream), promise: nil)
                     stream.close(promise: nil)
                     return
@@ -135,21 +136,3 @@ private struct StreamDelegate: NIOHTTP2StreamDelegate {
     func streamClosed(_ id: HTTP2StreamID, channel: any Channel) { streams.value.closed() }
 }
 
-/// How many streams are being answered, against a limit.
-final class StreamsInFlight: Sendable {
-    private let count = Atomic<Int>(0)
-    let limit: Int
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// Takes a place; false (and none taken) at the limit.
-    func enter() -> Bool {
-        if count.wrappingAdd(1, ordering: .relaxed).newValue <= limit { return true }
-        count.wrappingSubtract(1, ordering: .relaxed)
-        return false
-    }
-
-    func leave() { count.wrappingSubtract(1, ordering: .relaxed) }
-}
