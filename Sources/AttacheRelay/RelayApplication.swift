@@ -4,6 +4,7 @@ import AttacheHTTPKit
 import AttacheOperations
 import AttacheSupport
 import AttacheTenants
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -25,18 +26,15 @@ public func buildRelayApplication(
     connections: RelayConnections? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
-    let router = Router()
-    router.add(middleware: BadPath())
-    RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, tenants: tenants,
-                    credentials: credentials, metrics: metrics, logger: logger)
-        .register(on: router)
+    let controller = RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, tenants: tenants,
+                                     credentials: credentials, metrics: metrics, logger: logger)
     // Limits on a client's connection: an idle one is closed after `idleTimeout`; past the caps
     // (overall, per address) one is closed at once; HTTP/2 allows 100 concurrent streams, 16 KB
     // of headers per request and NIO's reset rate (swift-nio-http2's settings); HTTP/1.1 the same
     // headers, within the header and body timeouts; bodies are capped by `maxBodyBytes` as they
     // are read.
     let idle = configuration.idleTimeout
-    let http2 = RelayHTTP2(idleTimeout: idle, onReset: { metrics.clientReset() })
+    let http2 = RelayHTTP2(controller: controller, idleTimeout: idle)
     // The cap is the connection's first handler's, over both protocols; a year stands for never.
     let limits = ConnectionLimits(headerTimeout: configuration.connections.headerTimeout, bodyTimeout: configuration.connections.bodyTimeout,
                                   idleTimeout: idle ?? .seconds(365 * 86_400), maxConnections: .max)
@@ -50,7 +48,7 @@ public func buildRelayApplication(
     let server = HTTPServerBuilder { responder in
         RelayChannel(responder: responder, tls: tls, http1: http1, http2: http2, cap: { ConnectionCap(connections: open, metrics: metrics) })
     }
-    return Application(router: router, server: server,
+    return Application(responder: RelayHTTP1Responder(controller: controller), server: server,
                        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
                        onServerRunning: onServerRunning, logger: logger)
 }
@@ -63,14 +61,37 @@ func tlsConfiguration(_ tls: RelayConfiguration.Identity) throws -> TLSConfigura
     return configuration
 }
 
-/// A path that is neither send API is Apple's `404 {"reason":"BadPath"}`, not an empty 404.
-struct BadPath<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+/// The relay's HTTP/1.1 requests (many FCM clients speak it), through Hummingbird: the body is read
+/// up to the relay's cap, then the request goes the way HTTP/2's do (`RelayStream`).
+struct RelayHTTP1Responder: HTTPResponder {
+    let controller: RelayController
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        let fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        var relayed = RelayRequest(method: request.method.rawValue, path: request.head.path ?? "/", fields: fields, body: ByteBuffer())
+        let route = RelayRoute(method: relayed.method, path: relayed.path, topic: relayed.field("apns-topic"))
+        guard case .send(let provider, let app) = route else { return Self.response(route.refusal(relayed)!) }
         do {
-            return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound {
-            return Provider.apns.error(.notFound, "BadPath", request: request)
+            relayed.body = try await request.body.collect(upTo: controller.configuration.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            return Self.response(provider.error(413, "PayloadTooLarge", request: relayed))
+        } catch {
+            // The client closed its connection before the request's end (`RequestMustEnd`):
+            // nothing of it goes upstream, and nobody reads this answer.
+            controller.metrics.abandoned()
+            return Self.response(provider.error(400, "Abandoned", request: relayed))
         }
+        return Self.response(await controller.relay(relayed, provider: provider, app: app))
+    }
+
+    static func response(_ answer: RelayAnswer) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in answer.fields {
+            if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) }
+        }
+        let status = answer.status == 508 ? HTTPResponse.Status(code: 508, reasonPhrase: "Loop Detected") : HTTPResponse.Status(code: answer.status)
+        guard answer.body.readableBytes > 0 else { return Response(status: status, headers: headers) }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: answer.body))
     }
 }
 

@@ -42,7 +42,7 @@ struct RelayChannel: HTTPChannelHandler {
             // The protocol negotiation handler that TLS's ALPN feeds, fed here by the preface.
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
                 if case .negotiated("h2") = result {
-                    return channel.eventLoop.makeCompletedFuture { .http2(try http2.setup(channel: channel, handler: self, logger: logger)) }
+                    return channel.eventLoop.makeCompletedFuture { .http2(try http2.setup(channel: channel)) }
                 }
                 return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
             }
@@ -145,65 +145,12 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
 }
 
-/// An answer's last frame carries END_STREAM itself, as Apple's do: a 200 is one HEADERS frame, an
-/// error's JSON one DATA frame. Hummingbird's HTTP/2 codec ends every stream with an empty DATA
-/// frame instead; that is valid HTTP/2, but aioapns parses every DATA frame as JSON, fails on the
-/// empty one and drops the connection with every notification in flight on it. So each HEADERS or
-/// DATA frame without END_STREAM is held until the next write: an empty closing DATA frame is
-/// folded into it.
-final class LastFrameEndsStream: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-    private var held: (frame: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let payload = unwrapOutboundIn(data)
-        if let (frame, heldPromise) = held {
-            held = nil
-            if case .data(let body) = payload, body.endStream, case .byteBuffer(let bytes) = body.data, bytes.readableBytes == 0,
-               let ended = Self.ending(frame) {
-                if let heldPromise, let promise { heldPromise.futureResult.cascade(to: promise) }
-                context.write(wrapOutboundOut(ended), promise: heldPromise ?? promise)
-                return
-            }
-            context.write(wrapOutboundOut(frame), promise: heldPromise)
-        }
-        if Self.ending(payload) != nil {
-            held = (payload, promise)
-        } else {
-            context.write(data, promise: promise)
-        }
-    }
-
-    /// `frame` with END_STREAM set, when it is a final HEADERS or a DATA frame still open.
-    static func ending(_ frame: HTTP2Frame.FramePayload) -> HTTP2Frame.FramePayload? {
-        switch frame {
-        case .headers(var headers) where !headers.endStream && headers.headers.first(name: ":status")?.hasPrefix("1") == false:
-            headers.endStream = true
-            return .headers(headers)
-        case .data(var body) where !body.endStream:
-            body.endStream = true
-            return .data(body)
-        default:
-            return nil
-        }
-    }
-
-    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        if let (frame, heldPromise) = held {
-            held = nil
-            context.write(wrapOutboundOut(frame), promise: heldPromise)
-        }
-        context.close(mode: mode, promise: promise)
-    }
-}
-
-/// A request goes upstream only once the client has sent all of it. Hummingbird takes the end of
-/// a connection or a stream for the end of the body: a client that closes its connection after
-/// HEADERS, or after half a body, would have that much sent to Apple as a finished request (and,
-/// retrying, the notification sent twice). So a connection or stream that ends inside a request
-/// (after its head, before its end) raises `Incomplete` to the reader of the body, which then
-/// forwards nothing.
+/// An HTTP/1.1 request goes upstream only once the client has sent all of it (HTTP/2's streams:
+/// `RelayStream`). Hummingbird takes the end of a connection for the end of the body: a client
+/// that closes its connection after the head, or after half a body, would have that much sent to
+/// Apple as a finished request (and, retrying, the notification sent twice). So a connection that
+/// ends inside a request (after its head, before its end) raises `Incomplete` to the reader of the
+/// body, which then forwards nothing.
 final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -212,12 +159,6 @@ final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
     struct Incomplete: Error {}
 
     private var inRequest = false
-    /// Told of each stream the client resets.
-    private let onReset: @Sendable () -> Void
-
-    init(onReset: @escaping @Sendable () -> Void = {}) {
-        self.onReset = onReset
-    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -234,12 +175,5 @@ final class RequestMustEnd: ChannelInboundHandler, RemovableChannelHandler {
             context.fireErrorCaught(Incomplete())
         }
         context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A reset stream says so itself; the request is over either way.
-        inRequest = false
-        if error is NIOHTTP2Errors.StreamClosed { onReset() }
-        context.fireErrorCaught(error)
     }
 }

@@ -19,8 +19,7 @@ enum Provider: Sendable {
     /// request's `apns-id` (a new one when it had none), as Apple answers every request — a client
     /// reads it from every answer (aioapns drops the connection without it); Google's
     /// `{"error": {"code", "message", "status"}}`.
-    func error(_ status: HTTPResponse.Status, _ reason: String, request: Request? = nil, outcome: String? = nil,
-               budget: Duration? = nil) -> Response {
+    func error(_ status: Int, _ reason: String, request: RelayRequest? = nil, outcome: String? = nil, budget: Duration? = nil) -> RelayAnswer {
         let body: JSONValue
         switch self {
         case .apns:
@@ -29,15 +28,87 @@ enum Provider: Sendable {
             let code = ["ServiceUnavailable": "UNAVAILABLE", "PayloadTooLarge": "INVALID_ARGUMENT", "BadPath": "NOT_FOUND",
                         "MethodNotAllowed": "INVALID_ARGUMENT"][reason] ?? "INTERNAL"
             body = .object(JSONObject(["error": .object(JSONObject([
-                "code": .number(String(status.code)), "message": .string(reason), "status": .string(code),
+                "code": .number(String(status)), "message": .string(reason), "status": .string(code),
             ]))]))
         }
-        var fields = HTTPFields()
-        fields[.contentType] = "application/json"
-        if self == .apns { fields[.apnsID] = request?.headers[.apnsID].flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString }
-        if let outcome { fields[.attacheOutcome] = outcome }
-        if let budget { fields[.attacheDeadline] = String(Int(budget.milliseconds)) }
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(body))))
+        var fields: [(name: String, value: String)] = [("content-type", "application/json")]
+        if self == .apns { fields.append(("apns-id", request?.field("apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString)) }
+        if let outcome { fields.append((RelayAnswer.outcome, outcome)) }
+        if let budget { fields.append((RelayAnswer.deadline, String(Int(budget.milliseconds)))) }
+        return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)))
+    }
+}
+
+/// A request as the relay reads it, whichever protocol brought it: whole (a request goes upstream
+/// only once the client has sent all of it), names in lower case, pseudo-fields apart.
+struct RelayRequest: Sendable {
+    var method: String
+    /// The path with its query.
+    var path: String
+    var fields: [(name: String, value: String)]
+    var body: ByteBuffer
+
+    /// The first value of the field `name` (lower case).
+    func field(_ name: String) -> String? {
+        fields.first { $0.name == name }?.value
+    }
+}
+
+/// What the relay answers: the upstream's answer passed back, or its own.
+struct RelayAnswer: Sendable {
+    var status: Int
+    /// Lower-case names.
+    var fields: [(name: String, value: String)]
+    /// Empty: no body (Apple's 200 is a HEADERS frame alone, and a client such as aioapns parses
+    /// any DATA frame it gets as JSON).
+    var body: ByteBuffer
+
+    static let outcome = HTTPField.Name.attacheOutcome.canonicalName
+    static let deadline = HTTPField.Name.attacheDeadline.canonicalName
+}
+
+/// Which send API a request is for, read from its method and path alone.
+enum RelayRoute: Sendable {
+    /// `app`: the APNs topic or the FCM project, which names the tenant when there are tenants.
+    case send(Provider, app: String?)
+    /// A path of a send API with another method than POST.
+    case methodNotAllowed(Provider)
+    /// Neither send API.
+    case badPath
+
+    /// `POST /3/device/{token}` and `POST /v1/projects/{project}/messages:send`, a segment each.
+    init(method: String, path: String, topic: @autoclosure () -> String?) {
+        let segments = path.prefix { $0 != "?" }.split(separator: "/", omittingEmptySubsequences: false)
+        let provider: Provider, app: String?
+        if segments.count == 4, segments[1] == "3", segments[2] == "device", !segments[3].isEmpty {
+            provider = .apns
+            app = method == "POST" ? topic() : nil
+        } else if segments.count == 5, segments[1] == "v1", segments[2] == "projects", !segments[3].isEmpty,
+                  segments[4] == "messages:send" {
+            provider = .fcm
+            app = String(segments[3])
+        } else {
+            self = .badPath
+            return
+        }
+        self = method == "POST" ? .send(provider, app: app) : .methodNotAllowed(provider)
+    }
+
+    /// The answer to a request that is not sent: nil for one that is.
+    func refusal(_ request: RelayRequest) -> RelayAnswer? {
+        switch self {
+        case .send: nil
+        case .methodNotAllowed(let provider): provider.error(405, "MethodNotAllowed", request: request)
+        case .badPath: Provider.apns.error(404, "BadPath", request: request)
+        }
+    }
+
+    /// Whose error shape an answer about this request takes.
+    var provider: Provider {
+        switch self {
+        case .send(let provider, _), .methodNotAllowed(let provider): provider
+        case .badPath: .apns
+        }
     }
 }
 
@@ -70,38 +141,14 @@ struct RelayController: Sendable {
     /// instead of going round again until the upstream timeout.
     let hop = "attache-" + String(UInt64.random(in: .min ... .max), radix: 16)
 
-    func register(on router: some RouterMethods<BasicRequestContext>) {
-        router.post("/3/device/:token") { request, _ in await relay(request, provider: .apns, app: request.headers[.apnsTopic]) }
-        router.post("/v1/projects/:project/messages:send") { request, context in
-            await relay(request, provider: .fcm, app: context.parameters.get("project"))
-        }
-        for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
-            router.on("/3/device/:token", method: method) { request, _ in
-                Provider.apns.error(.methodNotAllowed, "MethodNotAllowed", request: request)
-            }
-            router.on("/v1/projects/:project/messages:send", method: method) { _, _ in
-                Provider.fcm.error(.methodNotAllowed, "MethodNotAllowed")
-            }
-        }
-    }
-
-    /// `app`: the APNs topic or the FCM project, which names the tenant when there are tenants.
-    func relay(_ request: Request, provider: Provider, app: String?) async -> Response {
-        if request.headers[values: .via].contains(where: { $0.contains(hop) }) {
+    /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
+    /// upstream's answer passed back.
+    func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
+        if request.fields.contains(where: { $0.name == "via" && $0.value.contains(hop) }) {
             logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
-            return provider.error(.init(code: 508, reasonPhrase: "Loop Detected"), "LoopDetected", request: request)
+            return provider.error(508, "LoopDetected", request: request)
         }
-        let received: ByteBuffer
-        do {
-            received = try await request.body.collect(upTo: configuration.maxBodyBytes)
-        } catch is NIOTooManyBytesError {
-            return provider.error(.contentTooLarge, "PayloadTooLarge", request: request)
-        } catch {
-            // The client reset the stream or closed its connection before the request's end
-            // (`RequestMustEnd`): nothing of it goes upstream, and nobody reads this answer.
-            metrics.abandoned()
-            return provider.error(.badRequest, "Abandoned", request: request)
-        }
+        let received = request.body
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them).
         let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
@@ -111,13 +158,13 @@ struct RelayController: Sendable {
         case .refused: passReason = .tenantLimited
         case .unknownTenant: passReason = .unknownTenant
         }
-        let budget = (admission?.policy ?? gate.policy).budget(header: request.headers[.attacheDeadline])
+        let budget = (admission?.policy ?? gate.policy).budget(header: request.field(RelayAnswer.deadline))
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
         let (body, outcome) = await enriched(received, provider: provider, budget: budget, admission: admission, passReason: passReason)
         admission?.leave()
 
-        var fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        var fields = request.fields
         do {
             if let authorization = try await credential(for: provider) {
                 fields.removeAll { $0.name == "authorization" }
@@ -128,31 +175,21 @@ struct RelayController: Sendable {
             // endpoint), never a key or a token.
             logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome),
-                                  budget: budget)
+            return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
         }
         fields.append((name: "via", value: "2 " + hop))
-        let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
-        let answer: Forwarder.Answer
+        var answer: Forwarder.Answer
         do {
-            answer = try await forwarder.forward(provider, path: path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
+            answer = try await forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
         } catch {
             logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
             metrics.relayed(status: 503)
-            return provider.error(.serviceUnavailable, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome),
-                                  budget: budget)
+            return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
         }
         metrics.relayed(status: answer.status)
-        var headers = HTTPFields()
-        for (name, value) in answer.headers {
-            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
-        }
-        headers[.attacheOutcome] = answer.status == 200 ? outcome : Self.undelivered(outcome)
-        headers[.attacheDeadline] = String(Int(budget.milliseconds))
-        // No body is no DATA frame: Apple's 200 is a HEADERS frame alone, and a client (aioapns)
-        // parses any DATA it gets as JSON.
-        guard answer.body.readableBytes > 0 else { return Response(status: .init(code: answer.status), headers: headers) }
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: answer.body))
+        answer.headers.append((RelayAnswer.outcome, answer.status == 200 ? outcome : Self.undelivered(outcome)))
+        answer.headers.append((RelayAnswer.deadline, String(Int(budget.milliseconds))))
+        return RelayAnswer(status: answer.status, fields: answer.headers, body: answer.body)
     }
 
     /// The relay's own credential for `provider`, when it holds one; nil: the client's goes through.

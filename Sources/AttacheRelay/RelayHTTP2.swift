@@ -1,44 +1,39 @@
 import AttacheHTTPKit
-import HummingbirdCore
-import Logging
 import NIOCore
 import NIOHTTP2
-import NIOHTTPTypes
-import NIOHTTPTypesHTTP2
 import ServiceLifecycle
 
-/// The relay's HTTP/2 door: each stream is handed to a task of its own as it opens, in the stream's
-/// initializer, so no stream ever waits in a queue for a reader that may be gone.
+/// The relay's HTTP/2 door: each stream is answered by a `RelayStream` put on it as it opens, in
+/// the stream's initializer, so no stream ever waits in a queue for a reader that may be gone.
 ///
-/// Hummingbird's `HTTP2Channel` hands each new stream to the connection's task through an
-/// `AsyncThrowingStream`. A client that opens streams and breaks its connection in one burst (the
-/// rapid-reset attack, or any client that opens many streams and disconnects) made streams open
-/// after that sequence had ended: each was dropped with its `NIOAsyncChannel` unfinished, which
-/// NIO stops the process for (a precondition, in release builds too), and those it still held
-/// stayed in memory.
+/// Not Hummingbird's `HTTP2Channel`, which hands each new stream to the connection's task through
+/// an `AsyncThrowingStream`: a client that opens streams and breaks its connection in one burst
+/// (the rapid-reset attack, or any client that opens many streams and disconnects) made streams
+/// open after that sequence had ended, each dropped with its `NIOAsyncChannel` unfinished, which
+/// NIO stops the process for (a precondition, in release builds too).
 struct RelayHTTP2: Sendable {
     struct Connection: Sendable {
         let channel: any Channel
         let streams: NIOLoopBound<OpenStreams>
     }
 
+    /// What answers each stream's request.
+    let controller: RelayController
     /// A connection with no stream open for this long is closed; nil: never.
     let idleTimeout: Duration?
-    /// Told of each stream a client resets.
-    let onReset: @Sendable () -> Void
     /// Streams being answered across every connection, and how many may be.
     let inFlight = InFlight()
     static let maxStreamsInFlight = 4096
 
-    /// Puts HTTP/2 on `channel` (on its event loop), each stream answered by `handler`'s responder.
-    func setup(channel: any Channel, handler: some HTTPChannelHandler, logger: Logger) throws -> Connection {
+    /// Puts HTTP/2 on `channel` (on its event loop), each stream answered by a `RelayStream`.
+    func setup(channel: any Channel) throws -> Connection {
         let streams = NIOLoopBound(OpenStreams(channel: channel, idleTimeout: idleTimeout), eventLoop: channel.eventLoop)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
         // control frames (rapid reset, ping and settings floods).
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: .init(), streamConfiguration: .init(),
             streamDelegate: StreamDelegate(streams: streams)
-        ) { [inFlight] stream in
+        ) { [inFlight, controller] stream in
             stream.eventLoop.makeCompletedFuture {
                 // Past the limit a stream is refused unprocessed, which a client may send again:
                 // each waiting task holds its stream (about 20 KB), and a client that opens and
@@ -49,15 +44,7 @@ struct RelayHTTP2: Sendable {
                     stream.close(promise: nil)
                     return
                 }
-                let sync = stream.pipeline.syncOperations
-                // LastFrameEndsStream sees frames, so it goes before the codec; RequestMustEnd
-                // sees the codec's HTTP parts.
-                try sync.addHandlers([LastFrameEndsStream(), HTTP2FramePayloadToHTTPServerCodec(), RequestMustEnd(onReset: onReset)])
-                let parts = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(wrappingChannelSynchronously: stream)
-                Task {
-                    await handler.handleHTTP(asyncChannel: parts, logger: logger)
-                    inFlight.leave()
-                }
+                try stream.pipeline.syncOperations.addHandler(RelayStream(controller: controller, onClose: { inFlight.leave() }))
             }
         }
         streams.value.armIdle()
