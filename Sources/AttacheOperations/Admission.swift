@@ -27,6 +27,11 @@ public struct AdmissionGate: Sendable {
         case unknownTenant
     }
 
+    /// The deadline rule for `tenant`'s payloads: the door's, capped by the tenant's own.
+    public func policy(for tenant: Tenant?) -> DeadlinePolicy {
+        tenant?.maxBudget.map { policy.capped(at: $0) } ?? policy
+    }
+
     /// `tenant` is whom the door found the payload to be (by token, app or header); with a tenants
     /// file, nil is a payload of no tenant.
     public func admit(_ tenant: Tenant?) -> Decision {
@@ -37,7 +42,7 @@ public struct AdmissionGate: Sendable {
             return .refused(tenant, refusal)
         }
         return .admitted(Admission(tenant: tenant, scope: tenants.scope(for: tenant),
-                                   policy: tenant.maxBudget.map { policy.capped(at: $0) } ?? policy, tenants: tenants,
+                                   policy: self.policy(for: tenant), tenants: tenants,
                                    metrics: metrics))
     }
 }

@@ -47,16 +47,18 @@ public struct Forwarder: Sendable {
     /// `fields` are the client's request fields (lower-case names), passed on but for the hop's
     /// own; the upstream sees what the client sent.
     func forward(_ provider: Provider, path: String, fields: [(name: String, value: String)], body: ByteBuffer,
-                 timeout: Duration) async throws -> Answer {
+                 timeout: Duration) -> EventLoopFuture<Answer> {
         let upstream = provider == .apns ? apns : fcm
         let exchange = UpstreamConnections.Exchange(
             path: upstream.origin.pathPrefix + path,
             fields: fields.filter { !Self.hopFields.contains($0.name) },
             body: body
         )
-        var answer = try await upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds)))
-        answer.headers.removeAll { !Self.answeredFields.contains($0.name) }
-        return answer
+        return upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds))).map { answer in
+            var answer = answer
+            answer.headers.removeAll { !Self.answeredFields.contains($0.name) }
+            return answer
+        }
     }
 
     public func shutdown() {

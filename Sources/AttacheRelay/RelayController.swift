@@ -10,6 +10,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 /// The two send APIs the relay speaks, and how each says what went wrong.
 enum Provider: Sendable {
@@ -142,54 +143,102 @@ struct RelayController: Sendable {
     let hop = "attache-" + String(UInt64.random(in: .min ... .max), radix: 16)
 
     /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
-    /// upstream's answer passed back.
+    /// upstream's answer passed back. A request that needs no task (`relayAtOnce`) takes that way.
     func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
-        if request.fields.contains(where: { $0.name == "via" && $0.value.contains(hop) }) {
-            logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
-            return provider.error(508, "LoopDetected", request: request)
+        if let answer = relayAtOnce(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
+            return await Self.settled(answer, provider: provider, request: request)
         }
-        let received = request.body
+        let gated = isGated(request.body, provider: provider)
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
-        // reason in Attache-Outcome (a relay that held notifications back would lose them).
+        // reason in Attache-Outcome (a relay that held notifications back would lose them). Only
+        // a request to enrich enters its tenant's limits: they bound media work, which a
+        // passthrough has none of.
         let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
+        let tenant = app.flatMap { tenants?.tenant(app: $0) }
         var admission: Admission?, passReason: Reason?
-        switch gate.admit(app.flatMap { tenants?.tenant(app: $0) }) {
-        case .admitted(let admitted): admission = admitted
-        case .refused: passReason = .tenantLimited
-        case .unknownTenant: passReason = .unknownTenant
+        if gated {
+            switch gate.admit(tenant) {
+            case .admitted(let admitted): admission = admitted
+            case .refused: passReason = .tenantLimited
+            case .unknownTenant: passReason = .unknownTenant
+            }
         }
-        let budget = (admission?.policy ?? gate.policy).budget(header: request.field(RelayAnswer.deadline))
+        let budget = (admission?.policy ?? gate.policy(for: tenant)).budget(header: request.field(RelayAnswer.deadline))
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
-        let (body, outcome) = await enriched(received, provider: provider, budget: budget, admission: admission, passReason: passReason)
+        let (body, outcome) = gated ? await enriched(request.body, budget: budget, admission: admission, passReason: passReason)
+            : passedThrough(request.body)
         admission?.leave()
-
-        var fields = request.fields
+        let authorization: String?
         do {
-            if let authorization = try await credential(for: provider) {
-                fields.removeAll { $0.name == "authorization" }
-                fields.append((name: "authorization", value: authorization))
-            }
+            authorization = try await credential(for: provider)
         } catch {
-            // The error names what failed (a refused service account, an unreachable token
-            // endpoint), never a key or a token.
-            logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
-            metrics.relayed(status: 503)
-            return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
+            return noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget)
+        }
+        let answer = forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
+        return await Self.settled(answer, provider: provider, request: request)
+    }
+
+    /// The answer to a request that needs neither enrichment nor a credential still to be bought
+    /// — a passthrough, the bulk of a sender's traffic — forwarded from the event loop it arrived
+    /// on, with no task and no hop through the concurrency pool; nil when `relay` must take it.
+    func relayAtOnce(_ request: RelayRequest, provider: Provider, app: String?, on loop: any EventLoop) -> EventLoopFuture<RelayAnswer>? {
+        if request.fields.contains(where: { $0.name == "via" && $0.value.contains(hop) }) {
+            logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
+            return loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request))
+        }
+        guard !isGated(request.body, provider: provider), provider == .apns || credentials.fcm == nil else { return nil }
+        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
+        let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.field(RelayAnswer.deadline))
+        let (body, outcome) = passedThrough(request.body)
+        let authorization: String?
+        do {
+            authorization = provider == .apns ? try credentials.apns?.authorization() : nil
+        } catch {
+            return loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget))
+        }
+        return forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
+    }
+
+    /// Sends `body` upstream with the client's fields (its authorization replaced by the relay's
+    /// own, when it holds one), and makes the upstream's answer, or its absence, the client's.
+    /// The future never fails: an upstream not reached is a 503 in the provider's shape.
+    private func forward(_ request: RelayRequest, provider: Provider, body: ByteBuffer, authorization: String?, outcome: String,
+                         budget: Duration) -> EventLoopFuture<RelayAnswer> {
+        var fields = request.fields
+        if let authorization {
+            fields.removeAll { $0.name == "authorization" }
+            fields.append((name: "authorization", value: authorization))
         }
         fields.append((name: "via", value: "2 " + hop))
-        var answer: Forwarder.Answer
-        do {
-            answer = try await forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
-        } catch {
-            logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
-            metrics.relayed(status: 503)
-            return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
-        }
-        metrics.relayed(status: answer.status)
-        answer.headers.append((RelayAnswer.outcome, answer.status == 200 ? outcome : Self.undelivered(outcome)))
-        answer.headers.append((RelayAnswer.deadline, String(Int(budget.milliseconds))))
-        return RelayAnswer(status: answer.status, fields: answer.headers, body: answer.body)
+        let (metrics, logger) = (metrics, logger)
+        return forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
+            .map { answer in
+                metrics.relayed(status: answer.status)
+                var fields = answer.headers
+                fields.append((RelayAnswer.outcome, answer.status == 200 ? outcome : Self.undelivered(outcome)))
+                fields.append((RelayAnswer.deadline, String(Int(budget.milliseconds))))
+                return RelayAnswer(status: answer.status, fields: fields, body: answer.body)
+            }
+            .recover { error in
+                logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
+                metrics.relayed(status: 503)
+                return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
+            }
+    }
+
+    /// A future of `forward`'s, awaited (it does not fail).
+    private static func settled(_ answer: EventLoopFuture<RelayAnswer>, provider: Provider, request: RelayRequest) async -> RelayAnswer {
+        (try? await answer.get()) ?? provider.error(503, "ServiceUnavailable", request: request)
+    }
+
+    /// The relay holds a credential for the upstream and cannot use it now: nothing is sent.
+    private func noCredential(_ error: any Error, provider: Provider, request: RelayRequest, outcome: String, budget: Duration) -> RelayAnswer {
+        // The error names what failed (a refused service account, an unreachable token
+        // endpoint), never a key or a token.
+        logger.error("no credential for the upstream", metadata: ["attache.error": "\(error)"])
+        metrics.relayed(status: 503)
+        return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
     }
 
     /// The relay's own credential for `provider`, when it holds one; nil: the client's goes through.
@@ -200,18 +249,24 @@ struct RelayController: Sendable {
         }
     }
 
-    /// The body to forward and the outcome to tell the client. Only a body that names
-    /// `mutable-content` (or, to FCM, an `image`) is parsed; anything the pipeline cannot enrich
-    /// goes as it came. `passReason`: not enriched (no tenant, or one past its limits): the body
-    /// goes as it came.
-    func enriched(_ received: ByteBuffer, provider: Provider, budget: Duration, admission: Admission? = nil,
-                  passReason: Reason? = nil) async -> (body: ByteBuffer, outcome: String) {
+    /// Whether the body is parsed at all: it names `mutable-content`, or (to FCM, unless Android
+    /// copies are off) an `image`, whose Android copy is made whatever the APNs part says.
+    func isGated(_ body: ByteBuffer, provider: Provider) -> Bool {
         let androidImage = provider == .fcm && enrichment.services.configuration.androidCopies
-        let gated = received.withUnsafeReadableBytes { Self.find(Self.gate, in: $0) || androidImage && Self.find(Self.image, in: $0) }
-        guard gated else {
-            metrics.request(outcome: .passthrough, reason: .notMutable)
-            return (received, Self.notMutable)
-        }
+        return body.withUnsafeReadableBytes { Self.find(Self.gate, in: $0) || androidImage && Self.find(Self.image, in: $0) }
+    }
+
+    /// A body the gate let by, counted and sent as it came.
+    private func passedThrough(_ body: ByteBuffer) -> (body: ByteBuffer, outcome: String) {
+        metrics.request(outcome: .passthrough, reason: .notMutable)
+        return (body, Self.notMutable)
+    }
+
+    /// The body to forward and the outcome to tell the client, for a body the gate let in;
+    /// anything the pipeline cannot enrich goes as it came. `passReason`: not enriched (no
+    /// tenant, or one past its limits): the body goes as it came.
+    func enriched(_ received: ByteBuffer, budget: Duration, admission: Admission? = nil, passReason: Reason? = nil) async
+        -> (body: ByteBuffer, outcome: String) {
         if let passReason {
             metrics.request(outcome: .fallback, reason: passReason)
             return (received, Emission.outcomeHeader(.fallback, passReason))

@@ -30,6 +30,7 @@ struct RelayHTTP2: Sendable {
         let streams = NIOLoopBound(OpenStreams(channel: channel, idleTimeout: idleTimeout), eventLoop: channel.eventLoop)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
         // control frames (rapid reset, ping and settings floods).
+        try channel.pipeline.syncOperations.addHandler(FlushCoalescer())
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: .init(), streamConfiguration: .init(),
             streamDelegate: StreamDelegate(streams: streams)
@@ -123,3 +124,35 @@ private struct StreamDelegate: NIOHTTP2StreamDelegate {
     func streamClosed(_ id: HTTP2StreamID, channel: any Channel) { streams.value.closed() }
 }
 
+
+/// Many streams' frames in one write to the socket (behind TLS, in as few records): a flush asked
+/// for while one is already scheduled on this event loop joins it. A proxy's streams end in
+/// bursts — one read of an upstream's connection answers dozens of clients' streams — and a
+/// flush each made a system call (and a TLS record) per request, which cost more than the frames
+/// themselves. Sits between HTTP/2 and the socket (or TLS), on the relay's connections both ways.
+final class FlushCoalescer: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    private var scheduled = false
+
+    func flush(context: ChannelHandlerContext) {
+        guard !scheduled else { return }
+        scheduled = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (coalescer, context) = loopBound.value
+            coalescer.flushNow(context)
+        }
+    }
+
+    /// What was written goes before the close: a GOAWAY written and flushed just before it, say.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        flushNow(context)
+        context.close(mode: mode, promise: promise)
+    }
+
+    private func flushNow(_ context: ChannelHandlerContext) {
+        guard scheduled else { return }
+        scheduled = false
+        context.flush()
+    }
+}

@@ -80,18 +80,24 @@ final class RelayStream: ChannelInboundHandler {
         }
     }
 
-    /// The whole request goes to the controller; its answer comes back on this stream's loop.
+    /// The whole request goes to the controller; its answer comes back on this stream's loop. A
+    /// passthrough is forwarded from here; a request to enrich goes to a task.
     private func send(context: ChannelHandlerContext) {
         guard case .body(let provider, let app) = phase else { return }
         phase = .answering
-        let (controller, request) = (controller, request)
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        Task {
-            let answer = await controller.relay(request, provider: provider, app: app)
-            loopBound.eventLoop.execute {
-                let (handler, context) = loopBound.value
-                handler.write(answer, context: context)
-            }
+        let (controller, request, loop) = (controller, request, context.eventLoop)
+        let loopBound = NIOLoopBound((self, context), eventLoop: loop)
+        let answer: EventLoopFuture<RelayAnswer>
+        if let atOnce = controller.relayAtOnce(request, provider: provider, app: app, on: loop) {
+            answer = atOnce
+        } else {
+            let promise = loop.makePromise(of: RelayAnswer.self)
+            promise.completeWithTask { await controller.relay(request, provider: provider, app: app) }
+            answer = promise.futureResult
+        }
+        answer.hop(to: loop).whenSuccess { answer in
+            let (handler, context) = loopBound.value
+            handler.write(answer, context: context)
         }
     }
 

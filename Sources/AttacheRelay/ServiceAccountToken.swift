@@ -81,7 +81,7 @@ public actor ServiceAccountToken {
             .init(path: endpoint.origin.pathPrefix.isEmpty ? "/" : endpoint.origin.pathPrefix, fields: [(name: "content-type", value: "application/x-www-form-urlencoded")],
                   body: ByteBuffer(string: form)),
             deadline: .now() + .seconds(10)
-        )
+        ).get()
         let body = try? JSONParser(maxBytes: 1 << 20).parse(Array(buffer: answer.body)).objectValue
         guard answer.status == 200, let token = body?["access_token"]?.stringValue else {
             // Google's error names the problem (`invalid_grant`, …); the token never reaches a log.

@@ -118,19 +118,19 @@ final class UpstreamConnections: Sendable {
 
     /// Sends one request and returns the upstream's answer. A request the upstream certainly did
     /// not act on is sent again, on another connection, up to twice.
-    func send(_ exchange: Exchange, deadline: NIODeadline) async throws -> Forwarder.Answer {
-        var attempt = 0
-        while true {
-            do {
-                return try await nextConnection().send(exchange, origin: origin, deadline: deadline)
-            } catch UpstreamError.unsent where attempt < 2 && NIODeadline.now() < deadline {
-                attempt += 1
+    func send(_ exchange: Exchange, deadline: NIODeadline, attempt: Int = 0) -> EventLoopFuture<Forwarder.Answer> {
+        nextConnection()
+            .flatMap { $0.send(exchange, origin: self.origin, deadline: deadline) }
+            .flatMapError { error in
+                guard case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
+                    return self.group.any().makeFailedFuture(error)
+                }
+                return self.send(exchange, deadline: deadline, attempt: attempt + 1)
             }
-        }
     }
 
     /// The connections take turns. A slot whose connection closed or is going away gets a new one.
-    private func nextConnection() async throws -> Connection {
+    private func nextConnection() -> EventLoopFuture<Connection> {
         enum Choice {
             case ready(Connection)
             case wait(EventLoopFuture<Connection>)
@@ -153,9 +153,9 @@ final class UpstreamConnections: Sendable {
         }
         switch choice {
         case .ready(let connection):
-            return connection
+            return connection.channel.eventLoop.makeSucceededFuture(connection)
         case .wait(let future):
-            return try await future.get()
+            return future
         case .started(let slot, let attempt, let future):
             // Registered outside the lock: a connect that failed at once completes the future here.
             future.whenComplete { result in
@@ -168,9 +168,17 @@ final class UpstreamConnections: Sendable {
                     }
                 }
             }
-            return try await future.get()
+            return future
         }
     }
+
+    /// The requests sent were validated as they arrived from clients, and what the upstream
+    /// answers goes back to them through the relay's own validating HTTP/2: checked once each way.
+    static let http2 = {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.headerBlockValidation = .disabled
+        return configuration
+    }()
 
     private func connect() -> EventLoopFuture<Connection> {
         let sslContext = sslContext
@@ -191,7 +199,8 @@ final class UpstreamConnections: Sendable {
                         let name = IPAddress(origin.host) == nil ? origin.host : nil
                         try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: name))
                     }
-                    _ = try sync.configureHTTP2Pipeline(mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
+                    try sync.addHandler(FlushCoalescer())
+                    _ = try sync.configureHTTP2Pipeline(mode: .client, connectionConfiguration: Self.http2, streamConfiguration: .init()) { stream in
                         stream.close()
                     }
                     try sync.addHandler(watcher)
@@ -237,25 +246,23 @@ final class Connection: Sendable {
     /// Open, and the upstream has not asked for new streams to go elsewhere.
     var isUsable: Bool { channel.isActive && !watcher.goingAway }
 
-    func send(_ exchange: Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) async throws -> Forwarder.Answer {
-        let answer = channel.eventLoop.makePromise(of: Forwarder.Answer.self)
-        let head = {
-            var head = HPACKHeaders()
-            head.reserveCapacity(exchange.fields.count + 5)
-            head.add(name: ":method", value: "POST")
-            head.add(name: ":scheme", value: origin.tls ? "https" : "http")
-            head.add(name: ":authority", value: origin.authority)
-            head.add(name: ":path", value: exchange.path)
-            for (name, value) in exchange.fields { head.add(name: name, value: value) }
-            head.add(name: "content-length", value: String(exchange.body.readableBytes))
-            return head
-        }()
-        let created = channel.eventLoop.makePromise(of: (any Channel).self)
+    func send(_ exchange: Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) -> EventLoopFuture<Forwarder.Answer> {
+        let loop = channel.eventLoop
+        let answer = loop.makePromise(of: Forwarder.Answer.self)
+        var head = HPACKHeaders()
+        head.reserveCapacity(exchange.fields.count + 5)
+        head.add(name: ":method", value: "POST")
+        head.add(name: ":scheme", value: origin.tls ? "https" : "http")
+        head.add(name: ":authority", value: origin.authority)
+        head.add(name: ":path", value: exchange.path)
+        for (name, value) in exchange.fields { head.add(name: name, value: value) }
+        head.add(name: "content-length", value: String(exchange.body.readableBytes))
         // The multiplexer is the connection's event loop's alone: a stream made from another
         // thread races with the loop's own bookkeeping (seen as streams that never opened).
-        let (multiplexer, watcher) = (multiplexer, watcher)
-        let body = exchange.body
-        channel.eventLoop.execute {
+        let (multiplexer, watcher, body) = (multiplexer, watcher, exchange.body)
+        let open: @Sendable () -> Void = { [head] in
+            let created = loop.makePromise(of: (any Channel).self)
+            created.futureResult.whenFailure { error in answer.fail(UpstreamError.unsent("\(error)")) }
             multiplexer.createStreamChannel(promise: created) { stream in
                 stream.eventLoop.makeCompletedFuture {
                     try stream.pipeline.syncOperations.addHandler(
@@ -264,8 +271,8 @@ final class Connection: Sendable {
                 }
             }
         }
-        created.futureResult.whenFailure { error in answer.fail(UpstreamError.unsent("\(error)")) }
-        return try await answer.futureResult.get()
+        if loop.inEventLoop { open() } else { loop.execute(open) }
+        return answer.futureResult
     }
 
     typealias Exchange = UpstreamConnections.Exchange
