@@ -183,7 +183,6 @@ final class UpstreamConnections: Sendable {
     private func connect() -> EventLoopFuture<Connection> {
         let sslContext = sslContext
         let origin = origin
-        let watcher = GoAwayWatcher()
         // HTTP/2 goes into the pipeline before the connection opens: the upstream's SETTINGS can
         // arrive before the connect's future completes (happy eyeballs settles it a tick later),
         // and bytes read with no HTTP/2 handler to take them are lost, leaving the frame decoder
@@ -199,19 +198,21 @@ final class UpstreamConnections: Sendable {
                         let name = IPAddress(origin.host) == nil ? origin.host : nil
                         try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: name))
                     }
-                    try sync.addHandler(FlushCoalescer())
-                    _ = try sync.configureHTTP2Pipeline(mode: .client, connectionConfiguration: Self.http2, streamConfiguration: .init()) { stream in
-                        stream.close()
-                    }
-                    try sync.addHandler(watcher)
+                    // Frames go to and come from `Exchanges` itself: no stream channel per request.
+                    try sync.addHandlers([FlushCoalescer(), NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2), Exchanges()])
                 }
             }
             .connect(host: origin.host, port: origin.port)
             .flatMap { channel in
+                // Usable once HTTP/2 has seen the connection open and sent its preface: NIO
+                // completes the connect before it tells the pipeline.
                 channel.eventLoop.makeCompletedFuture {
-                    let multiplexer = try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
-                    return Connection(channel: channel, multiplexer: multiplexer, watcher: watcher)
+                    let exchanges = try channel.pipeline.syncOperations.handler(type: Exchanges.self)
+                    let connection = Connection(channel: channel, exchanges: NIOLoopBound(exchanges, eventLoop: channel.eventLoop),
+                                                goingAway: exchanges.goingAway)
+                    return (exchanges.active.futureResult, connection)
                 }
+                .flatMap { active, connection in active.map { @Sendable in connection } }
             }
             .flatMapErrorThrowing { error in throw UpstreamError.unsent("\(origin.authority): \(error)") }
     }
@@ -234,19 +235,20 @@ final class UpstreamConnections: Sendable {
 /// One HTTP/2 connection to the upstream.
 final class Connection: Sendable {
     let channel: any Channel
-    let multiplexer: NIOHTTP2Handler.StreamMultiplexer
-    let watcher: GoAwayWatcher
+    let exchanges: NIOLoopBound<Exchanges>
+    /// Set on the connection's loop when the upstream sent GOAWAY; read by whoever picks a connection.
+    let goingAway: GoingAway
 
-    init(channel: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, watcher: GoAwayWatcher) {
+    init(channel: any Channel, exchanges: NIOLoopBound<Exchanges>, goingAway: GoingAway) {
         self.channel = channel
-        self.multiplexer = multiplexer
-        self.watcher = watcher
+        self.exchanges = exchanges
+        self.goingAway = goingAway
     }
 
     /// Open, and the upstream has not asked for new streams to go elsewhere.
-    var isUsable: Bool { channel.isActive && !watcher.goingAway }
+    var isUsable: Bool { channel.isActive && !goingAway.value }
 
-    func send(_ exchange: Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) -> EventLoopFuture<Forwarder.Answer> {
+    func send(_ exchange: UpstreamConnections.Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) -> EventLoopFuture<Forwarder.Answer> {
         let loop = channel.eventLoop
         let answer = loop.makePromise(of: Forwarder.Answer.self)
         var head = HPACKHeaders()
@@ -257,157 +259,222 @@ final class Connection: Sendable {
         head.add(name: ":path", value: exchange.path)
         for (name, value) in exchange.fields { head.add(name: name, value: value) }
         head.add(name: "content-length", value: String(exchange.body.readableBytes))
-        // The multiplexer is the connection's event loop's alone: a stream made from another
-        // thread races with the loop's own bookkeeping (seen as streams that never opened).
-        let (multiplexer, watcher, body) = (multiplexer, watcher, exchange.body)
-        let open: @Sendable () -> Void = { [head] in
-            let created = loop.makePromise(of: (any Channel).self)
-            created.futureResult.whenFailure { error in answer.fail(UpstreamError.unsent("\(error)")) }
-            multiplexer.createStreamChannel(promise: created) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(
-                        ExchangeHandler(head: head, body: body, answer: answer, deadline: deadline, goAway: watcher)
-                    )
-                }
-            }
-        }
-        if loop.inEventLoop { open() } else { loop.execute(open) }
+        let (exchanges, body) = (exchanges, exchange.body)
+        let send: @Sendable () -> Void = { [head] in exchanges.value.send(head: head, body: body, answer: answer, deadline: deadline) }
+        if loop.inEventLoop { send() } else { loop.execute(send) }
         return answer.futureResult
     }
-
-    typealias Exchange = UpstreamConnections.Exchange
 }
 
-/// Notes a GOAWAY from the upstream, so that new requests open a new connection while the
-/// streams in flight on this one finish.
-final class GoAwayWatcher: ChannelInboundHandler, Sendable {
+/// Whether the upstream sent GOAWAY on a connection, readable from any thread.
+final class GoingAway: Sendable {
+    private let flag = NIOLockedValueBox(false)
+    var value: Bool { flag.withLockedValue { $0 } }
+    func set() { flag.withLockedValue { $0 = true } }
+}
+
+/// The requests in flight on one upstream connection, in HTTP/2's own frames: each request is a
+/// HEADERS and a DATA frame on a stream id of its own, each answer gathered from the frames that
+/// come back for that id, and each ends with an error the caller can act on — `unsent` for a stream
+/// the upstream refused (`REFUSED_STREAM`, or above a GOAWAY's last id: RFC 9113 §6.8), which may
+/// go again on another connection without a duplicate notification. NIO's HTTP/2 handler keeps
+/// the protocol's state (HPACK, stream states, outbound flow control, streams past the peer's
+/// concurrency limit held back); this handler gives back the upstream's inbound window itself,
+/// which NIO's stream channels would otherwise do, one channel per request.
+final class Exchanges: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
-    /// The lowest last stream id of the GOAWAYs received; nil before the first.
-    private let lastStreamID = NIOLockedValueBox<HTTP2StreamID?>(nil)
+    typealias OutboundOut = HTTP2Frame
 
-    var goingAway: Bool { lastStreamID.withLockedValue { $0 != nil } }
-
-    /// Whether a GOAWAY said `stream` was not processed (RFC 9113 §6.8: streams above its last
-    /// id were not acted on, and may be sent again on another connection). NIO then closes such a
-    /// stream with CANCEL, which by itself promises nothing. The frame reaches this handler
-    /// before NIO closes the streams it drops.
-    func refused(_ stream: HTTP2StreamID) -> Bool {
-        lastStreamID.withLockedValue { last in last.map { stream > $0 } ?? false }
+    private struct Pending {
+        let answer: EventLoopPromise<Forwarder.Answer>
+        var status: Int?
+        var fields: [(name: String, value: String)] = []
+        var body = ByteBuffer()
+        /// Bytes of DATA received on the stream not yet given back by WINDOW_UPDATE.
+        var unacknowledged = 0
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .goAway(let last, _, _) = unwrapInboundIn(data).payload {
-            lastStreamID.withLockedValue { $0 = min($0 ?? last, last) }
-        }
-        context.fireChannelRead(data)
-    }
-}
+    let goingAway = GoingAway()
+    private var context: ChannelHandlerContext?
+    private var pending: [HTTP2StreamID: Pending] = [:]
+    private var nextStreamID: Int32 = 1
+    /// The lowest last stream id of the GOAWAYs received.
+    private var lastStreamID: HTTP2StreamID?
+    /// Deadlines in the order the requests were sent (one timeout per upstream, so in order), and
+    /// the one timer for the earliest.
+    private var deadlines = CircularBuffer<(deadline: NIODeadline, stream: HTTP2StreamID)>()
+    private var timer: Scheduled<Void>?
+    /// Bytes of DATA received on the connection not yet given back by WINDOW_UPDATE.
+    private var unacknowledged = 0
+    /// Given back once half of HTTP/2's default window (65,535) is used, on the connection and
+    /// on a stream whose answer goes on.
+    private static let windowStep = 32_768
 
-/// One request on its own stream: sends the head and body when the stream opens, gathers the
-/// answer, and ends it with an error the caller can act on.
-final class ExchangeHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    private let head: HPACKHeaders
-    private let body: ByteBuffer
-    private let answer: EventLoopPromise<Forwarder.Answer>
-    private let deadline: NIODeadline
-    private var status: Int?
-    private var fields: [(name: String, value: String)] = []
-    private var received = ByteBuffer()
-    private var written = false
-    private var done = false
-    private var timeout: Scheduled<Void>?
-
-    private let goAway: GoAwayWatcher
-
-    init(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline,
-         goAway: GoAwayWatcher) {
-        self.goAway = goAway
-        self.head = head
-        self.body = body
-        self.answer = answer
-        self.deadline = deadline
-    }
+    /// Succeeded when the connection is open and HTTP/2's preface sent.
+    private(set) var active: EventLoopPromise<Void>!
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timeout = context.eventLoop.scheduleTask(deadline: deadline) {
-            let (handler, context) = loopBound.value
-            handler.finish(.failure(UpstreamError.timedOut))
-            context.close(promise: nil)
-        }
-        if context.channel.isActive { write(context: context) }
+        self.context = context
+        active = context.eventLoop.makePromise()
+        if context.channel.isActive { active.succeed() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        active.fail(ChannelError.ioOnClosedChannel)
+        failAll(UpstreamError.noAnswer("the connection closed"))
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        write(context: context)
+        active.succeed()
         context.fireChannelActive()
     }
 
-    private func write(context: ChannelHandlerContext) {
-        guard !written else { return }
-        written = true
+    /// Sends a request on a new stream (on the connection's loop).
+    func send(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline) {
+        guard let context, context.channel.isActive, lastStreamID == nil, nextStreamID < Int32.max - 2 else {
+            goingAway.set()
+            answer.fail(UpstreamError.unsent("the connection is closing"))
+            return
+        }
+        let stream = HTTP2StreamID(nextStreamID)
+        nextStreamID += 2
+        pending[stream] = Pending(answer: answer)
         let empty = body.readableBytes == 0
-        context.write(wrapOutboundOut(.headers(.init(headers: head, endStream: empty))), promise: nil)
-        if !empty { context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(body), endStream: true))), promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        // A stream NIO cannot open (the connection closing under it) was never sent.
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenFailure { error in bound.value.fail(stream, UpstreamError.unsent("\(error)")) }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: head, endStream: empty)))), promise: written)
+        if !empty { context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil) }
         context.flush()
+        deadlines.append((deadline, stream))
+        if timer == nil { armTimer(context) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
         case .headers(let headers):
-            if status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
-                status = code
+            guard var exchange = pending[frame.streamID] else { return }
+            if exchange.status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
+                exchange.status = code
                 for (name, value, _) in headers.headers where !name.hasPrefix(":") {
-                    fields.append((name: name, value: value))
+                    exchange.fields.append((name: name, value: value))
                 }
+                pending[frame.streamID] = exchange
             }
-            if headers.endStream { complete() }
+            if headers.endStream { complete(frame.streamID) }
         case .data(let data):
+            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
+            giveBack(length, context: context)
+            guard var exchange = pending.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = data.data {
-                guard received.readableBytes + bytes.readableBytes <= 1 << 20 else {
-                    finish(.failure(UpstreamError.answerTooLarge))
-                    context.close(promise: nil)
+                guard exchange.body.readableBytes + bytes.readableBytes <= 1 << 20 else {
+                    exchange.answer.fail(UpstreamError.answerTooLarge)
+                    context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                     return
                 }
-                received.writeBuffer(&bytes)
+                exchange.body.writeBuffer(&bytes)
             }
-            if data.endStream { complete() }
+            exchange.unacknowledged += length
+            if !data.endStream, exchange.unacknowledged >= Self.windowStep {
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID,
+                                                                 payload: .windowUpdate(windowSizeIncrement: exchange.unacknowledged))),
+                                      promise: nil)
+                exchange.unacknowledged = 0
+            }
+            pending[frame.streamID] = exchange
+            if data.endStream { complete(frame.streamID) }
         case .rstStream(let code):
-            finish(.failure(code == .refusedStream ? UpstreamError.unsent("stream refused") : UpstreamError.noAnswer("stream reset: \(code)")))
+            fail(frame.streamID, code == .refusedStream ? UpstreamError.unsent("stream refused") : UpstreamError.noAnswer("stream reset: \(code)"))
+        case .goAway(let last, _, _):
+            // Streams above the last id were not acted on: they go again on another connection.
+            lastStreamID = min(lastStreamID ?? last, last)
+            goingAway.set()
+            for stream in pending.keys where stream > last { fail(stream, UpstreamError.unsent("refused (GOAWAY)")) }
         default:
             break
         }
     }
 
-    private func complete() {
-        guard let status else {
-            finish(.failure(UpstreamError.noAnswer("the stream ended without a status")))
-            return
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A stream NIO closed without an answer (a protocol error, the connection going away).
+        if let closed = event as? StreamClosedEvent, pending[closed.streamID] != nil {
+            let refused = closed.reason == .refusedStream || lastStreamID.map { closed.streamID > $0 } ?? false
+            fail(closed.streamID, refused ? UpstreamError.unsent("refused") : UpstreamError.noAnswer("the stream closed"))
         }
-        finish(.success(Forwarder.Answer(status: status, headers: fields, body: received)))
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream || goAway.refused(closed.streamID) {
-            finish(.failure(UpstreamError.unsent("refused (GOAWAY)")))
-        } else {
-            finish(.failure(UpstreamError.noAnswer("\(error)")))
-        }
-        context.close(promise: nil)
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        finish(.failure(written ? UpstreamError.noAnswer("the stream closed") : UpstreamError.unsent("the stream closed before it was opened")))
+        active.fail(ChannelError.ioOnClosedChannel)
+        failAll(UpstreamError.noAnswer("the connection closed"))
         context.fireChannelInactive()
     }
 
-    private func finish(_ result: Result<Forwarder.Answer, any Error>) {
-        guard !done else { return }
-        done = true
-        timeout?.cancel()
-        answer.completeWith(result)
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream's own error (NIO names the stream) ends that exchange; anything else the
+        // connection, which NIO closes.
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            fail(streamError.streamID, UpstreamError.noAnswer("\(streamError.baseError)"))
+        }
+        context.fireErrorCaught(error)
+    }
+
+    private func complete(_ stream: HTTP2StreamID) {
+        guard let exchange = pending.removeValue(forKey: stream) else { return }
+        // Answered in order, mostly: the deadlines of those answered go at once, not at the
+        // timer's next round (10 s of requests otherwise wait there).
+        while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
+        guard let status = exchange.status else {
+            exchange.answer.fail(UpstreamError.noAnswer("the stream ended without a status"))
+            return
+        }
+        exchange.answer.succeed(Forwarder.Answer(status: status, headers: exchange.fields, body: exchange.body))
+    }
+
+    private func fail(_ stream: HTTP2StreamID, _ error: UpstreamError) {
+        pending.removeValue(forKey: stream)?.answer.fail(error)
+    }
+
+    private func failAll(_ error: UpstreamError) {
+        let all = pending
+        pending = [:]
+        deadlines.removeAll()
+        timer?.cancel()
+        timer = nil
+        for exchange in all.values { exchange.answer.fail(error) }
+    }
+
+    /// The connection's inbound window, given back in steps.
+    private func giveBack(_ length: Int, context: ChannelHandlerContext) {
+        unacknowledged += length
+        guard unacknowledged >= Self.windowStep else { return }
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))),
+                              promise: nil)
+        unacknowledged = 0
+    }
+
+    private func armTimer(_ context: ChannelHandlerContext) {
+        while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
+        guard let first = deadlines.first else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: first.deadline) { loopBound.value.timedOut() }
+    }
+
+    /// Every request past its deadline ends `timedOut`, its stream reset upstream.
+    private func timedOut() {
+        timer = nil
+        guard let context else { return }
+        let now = NIODeadline.now()
+        while let first = deadlines.first, first.deadline <= now {
+            deadlines.removeFirst()
+            guard pending[first.stream] != nil else { continue }
+            fail(first.stream, .timedOut)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: first.stream, payload: .rstStream(.cancel))), promise: nil)
+        }
+        context.flush()
+        armTimer(context)
     }
 }
