@@ -3,8 +3,9 @@ import NIOCore
 import NIOHTTP2
 import ServiceLifecycle
 
-/// The relay's HTTP/2 door: each stream is answered by a `RelayStream` put on it as it opens, in
-/// the stream's initializer, so no stream ever waits in a queue for a reader that may be gone.
+/// The relay's HTTP/2 door: NIO's HTTP/2 handler and `RelayStreams` on each connection, which
+/// answers every stream as its frames arrive, so no stream ever waits in a queue for a reader
+/// that may be gone.
 ///
 /// Not Hummingbird's `HTTP2Channel`, which hands each new stream to the connection's task through
 /// an `AsyncThrowingStream`: a client that opens streams and breaks its connection in one burst
@@ -14,44 +15,27 @@ import ServiceLifecycle
 struct RelayHTTP2: Sendable {
     struct Connection: Sendable {
         let channel: any Channel
-        let streams: NIOLoopBound<OpenStreams>
+        let streams: NIOLoopBound<RelayStreams>
     }
 
     /// What answers each stream's request.
     let controller: RelayController
     /// A connection with no stream open for this long is closed; nil: never.
     let idleTimeout: Duration?
-    /// Streams being answered across every connection, and how many may be.
+    /// Streams being answered across every connection, and how many may be: past that a stream
+    /// is refused (REFUSED_STREAM, which a client sends again).
     let inFlight = InFlight()
     static let maxStreamsInFlight = 4096
 
-    /// Puts HTTP/2 on `channel` (on its event loop), each stream answered by a `RelayStream`.
+    /// Puts HTTP/2 on `channel` (on its event loop), its streams answered by `RelayStreams`.
     func setup(channel: any Channel) throws -> Connection {
-        let streams = NIOLoopBound(OpenStreams(channel: channel, idleTimeout: idleTimeout), eventLoop: channel.eventLoop)
+        let streams = RelayStreams(controller: controller, inFlight: inFlight, maxInFlight: Self.maxStreamsInFlight, idleTimeout: idleTimeout)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
         // control frames (rapid reset, ping and settings floods).
-        try channel.pipeline.syncOperations.addHandler(FlushCoalescer())
-        _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: .init(), streamConfiguration: .init(),
-            streamDelegate: StreamDelegate(streams: streams)
-        ) { [inFlight, controller] stream in
-            stream.eventLoop.makeCompletedFuture {
-                // Past the limit a stream is refused unprocessed, which a client may send again:
-                // each waiting task holds its stream (about 20 KB), and a client that opens and
-                // resets streams faster than they are answered would otherwise pile them up
-                // without bound (280 MB under 80 connections resetting 150 streams each).
-                guard inFlight.enter(limit: Self.maxStreamsInFlight) != nil else {
-                    stream.writeAndFlush(HTTP2Frame.FramePayload.rstStream(.refusedStream), promise: nil)
-                    stream.close(promise: nil)
-                    return
-                }
-                try stream.pipeline.syncOperations.addHandler(RelayStream(controller: controller, onClose: { inFlight.leave() }))
-            }
-        }
-        streams.value.armIdle()
-        // The idle timer holds the channel: it goes with the connection, not minutes later.
-        channel.closeFuture.whenComplete { _ in streams.value.stop() }
-        return Connection(channel: channel, streams: streams)
+        try channel.pipeline.syncOperations.addHandlers([
+            FlushCoalescer(), NIOHTTP2Handler(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()), streams,
+        ])
+        return Connection(channel: channel, streams: NIOLoopBound(streams, eventLoop: channel.eventLoop))
     }
 
     /// Runs until the connection closes. At graceful shutdown: GOAWAY, no new stream, and the
@@ -65,74 +49,31 @@ struct RelayHTTP2: Sendable {
     }
 }
 
-/// The streams open on one connection, on its event loop: what its idle timeout and its draining
-/// at shutdown go by.
-final class OpenStreams {
-    private let channel: any Channel
-    private let idleTimeout: Duration?
-    private var open = 0
-    private var highest = HTTP2StreamID(0)
-    private var draining = false
-    private var idle: Scheduled<Void>?
-
-    init(channel: any Channel, idleTimeout: Duration?) {
-        self.channel = channel
-        self.idleTimeout = idleTimeout
-    }
-
-    func created(_ id: HTTP2StreamID) {
-        open += 1
-        highest = max(highest, id)
-        idle?.cancel()
-        idle = nil
-    }
-
-    func closed() {
-        open -= 1
-        guard open == 0 else { return }
-        if draining { channel.close(promise: nil) } else { armIdle() }
-    }
-
-    func armIdle() {
-        guard let idleTimeout, !draining else { return }
-        let channel = channel
-        idle = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(idleTimeout.nanoseconds))) { channel.close(promise: nil) }
-    }
-
-    func stop() {
-        draining = true
-        idle?.cancel()
-        idle = nil
-    }
-
-    /// GOAWAY naming the last stream opened (those in flight are answered); closed now if none is.
-    func quiesce() {
-        guard !draining else { return }
-        draining = true
-        idle?.cancel()
-        let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: highest, errorCode: .noError, opaqueData: nil))
-        channel.writeAndFlush(goAway, promise: nil)
-        if open == 0 { channel.close(promise: nil) }
-    }
-}
-
-/// NIO tells it of each stream's opening and closing, on the connection's event loop.
-private struct StreamDelegate: NIOHTTP2StreamDelegate {
-    let streams: NIOLoopBound<OpenStreams>
-
-    func streamCreated(_ id: HTTP2StreamID, channel: any Channel) { streams.value.created(id) }
-    func streamClosed(_ id: HTTP2StreamID, channel: any Channel) { streams.value.closed() }
-}
-
-
-/// Many streams' frames in one write to the socket (behind TLS, in as few records): a flush asked
-/// for while one is already scheduled on this event loop joins it. A proxy's streams end in
-/// bursts — one read of an upstream's connection answers dozens of clients' streams — and a
-/// flush each made a system call (and a TLS record) per request, which cost more than the frames
-/// themselves. Sits between HTTP/2 and the socket (or TLS), on the relay's connections both ways.
+/// Many streams' frames in one write to the socket, behind TLS in one record: the bytes written
+/// are gathered into one buffer, and a flush asked for while one is already scheduled on this
+/// event loop joins it. A proxy's streams end in bursts — one read of an upstream's connection
+/// answers dozens of clients' streams — and a write and flush each made a system call and a TLS
+/// record per frame, which cost more than the frames themselves, on both ends of the connection.
+/// Sits between HTTP/2 and the socket (or TLS), on the relay's connections both ways.
 final class FlushCoalescer: ChannelOutboundHandler {
-    typealias OutboundIn = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
     private var scheduled = false
+    private var gathered: ByteBuffer?
+    private var promises: [EventLoopPromise<Void>] = []
+    /// Past this, what is gathered goes on without waiting for the flush.
+    private static let most = 64 * 1024
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .byteBuffer(var bytes) = unwrapOutboundIn(data) else {
+            writeGathered(context)
+            context.write(data, promise: promise)
+            return
+        }
+        if gathered == nil { gathered = bytes } else { gathered!.writeBuffer(&bytes) }
+        if let promise { promises.append(promise) }
+        if gathered!.readableBytes >= Self.most { writeGathered(context) }
+    }
 
     func flush(context: ChannelHandlerContext) {
         guard !scheduled else { return }
@@ -150,9 +91,29 @@ final class FlushCoalescer: ChannelOutboundHandler {
         context.close(mode: mode, promise: promise)
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        flushNow(context)
+    }
+
     private func flushNow(_ context: ChannelHandlerContext) {
         guard scheduled else { return }
         scheduled = false
+        writeGathered(context)
         context.flush()
+    }
+
+    private func writeGathered(_ context: ChannelHandlerContext) {
+        guard let bytes = gathered else { return }
+        gathered = nil
+        var promise: EventLoopPromise<Void>?
+        if !promises.isEmpty {
+            let waiting = promises
+            promises = []
+            promise = context.eventLoop.makePromise()
+            promise!.futureResult.whenComplete { result in
+                for waiter in waiting { waiter.completeWith(result) }
+            }
+        }
+        context.write(wrapOutboundOut(.byteBuffer(bytes)), promise: promise)
     }
 }

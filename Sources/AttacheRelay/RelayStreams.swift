@@ -1,0 +1,231 @@
+import AttacheHTTPKit
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// A client's HTTP/2 connection, read and answered in HTTP/2's own frames: each stream's request
+/// is gathered on the event loop and goes to the controller only once its END_STREAM has arrived
+/// — a client that resets the stream or closes its connection before that has nothing of it sent
+/// upstream (and, retrying, no notification sent twice). The answer goes back as HEADERS and at
+/// most one DATA frame, the last carrying END_STREAM, as Apple's do (a 200 is one HEADERS frame;
+/// aioapns parses any DATA frame it gets as JSON, an empty one too).
+///
+/// NIO's HTTP/2 handler before it keeps the protocol (HPACK, stream states, validation, its limits
+/// on concurrent streams, resets and control frames); no stream channel, request or response
+/// object, body sequence or writer stands between the frames and the controller: each cost more
+/// per passthrough request than forwarding it. So this handler also gives back the client's
+/// inbound window, and keeps the connection's idle timeout and its drain at shutdown.
+final class RelayStreams: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private enum Stream {
+        /// Gathering the body of a request to send (`unacknowledged`: bytes of it not yet given
+        /// back by WINDOW_UPDATE).
+        case body(RelayRequest, Provider, app: String?, unacknowledged: Int)
+        /// Answered, or being answered: anything more the client sends is dropped.
+        case answering
+    }
+
+    private let controller: RelayController
+    /// Streams being answered across every connection, and how many may be.
+    private let inFlight: InFlight
+    private let maxInFlight: Int
+    private let idleTimeout: Duration?
+    private var context: ChannelHandlerContext?
+    /// The streams this handler took on (each holds a place in `inFlight` until it closes).
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    /// Every stream NIO has open, those refused too: what the idle timeout and the drain go by.
+    private var open = 0
+    private var highest = HTTP2StreamID(0)
+    private var draining = false
+    private var idle: Scheduled<Void>?
+    /// Bytes of DATA received on the connection not yet given back by WINDOW_UPDATE.
+    private var unacknowledged = 0
+    /// Given back once half of HTTP/2's default window (65,535) is used.
+    private static let windowStep = 32_768
+
+    init(controller: RelayController, inFlight: InFlight, maxInFlight: Int, idleTimeout: Duration?) {
+        self.controller = controller
+        self.inFlight = inFlight
+        self.maxInFlight = maxInFlight
+        self.idleTimeout = idleTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        armIdle()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        switch frame.payload {
+        case .headers(let headers):
+            if let stream = streams[id] {
+                // Trailers: the request ends with them.
+                if headers.endStream, case .body = stream { send(id) }
+                return
+            }
+            opened(id, headers: headers.headers, endStream: headers.endStream)
+        case .data(let data):
+            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
+            giveBack(length, context: context)
+            guard case .body(var request, let provider, let app, var pendingBytes)? = streams[id] else { return }
+            streams[id] = .answering  // the request is out of the table while its body grows: not copied
+            if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
+                guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
+                    streams[id] = .answering
+                    write(provider.error(413, "PayloadTooLarge", request: request), on: id)
+                    return
+                }
+                // A body in one DATA frame (a notification's, nearly always) is that frame's bytes.
+                if request.body.readableBytes == 0 { request.body = bytes } else { request.body.writeBuffer(&bytes) }
+            }
+            pendingBytes += length
+            if !data.endStream, pendingBytes >= Self.windowStep {
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: pendingBytes))),
+                                      promise: nil)
+                pendingBytes = 0
+            }
+            streams[id] = .body(request, provider, app: app, unacknowledged: pendingBytes)
+            if data.endStream { send(id) }
+        case .rstStream:
+            controller.metrics.clientReset()
+        default:
+            break
+        }
+    }
+
+    /// A new stream's HEADERS: refused past the limit in flight, answered at once when it is not
+    /// a send, else gathered.
+    private func opened(_ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool) {
+        // Past the limit a stream is refused unprocessed, which a client may send again: a client
+        // that opens streams faster than they are answered would otherwise pile them up without
+        // bound.
+        guard inFlight.enter(limit: maxInFlight) != nil else {
+            context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+            return
+        }
+        var request = RelayRequest(method: "", path: "", fields: [], body: ByteBuffer())
+        request.fields.reserveCapacity(headers.count)
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": request.method = value
+            case ":path": request.path = value
+            case _ where name.hasPrefix(":"): break
+            default: request.fields.append((name: name, value: value))
+            }
+        }
+        let route = RelayRoute(method: request.method, path: request.path, topic: request.field("apns-topic"))
+        guard case .send(let provider, let app) = route else {
+            streams[id] = .answering
+            write(route.refusal(request)!, on: id)
+            return
+        }
+        streams[id] = .body(request, provider, app: app, unacknowledged: 0)
+        if endStream { send(id) }
+    }
+
+    /// The whole request goes to the controller; its answer comes back on this connection's
+    /// loop. A passthrough is forwarded from here; a request to enrich goes to a task.
+    private func send(_ id: HTTP2StreamID) {
+        guard let context, case .body(let request, let provider, let app, _)? = streams[id] else { return }
+        streams[id] = .answering
+        let (controller, loop) = (controller, context.eventLoop)
+        let answer: EventLoopFuture<RelayAnswer>
+        if let atOnce = controller.relayAtOnce(request, provider: provider, app: app, on: loop) {
+            answer = atOnce
+        } else {
+            let promise = loop.makePromise(of: RelayAnswer.self)
+            promise.completeWithTask { await controller.relay(request, provider: provider, app: app) }
+            answer = promise.futureResult
+        }
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        answer.hop(to: loop).whenSuccess { answer in bound.value.write(answer, on: id) }
+    }
+
+    /// The answer, on a stream still open (one the client reset has nobody to read it).
+    private func write(_ answer: RelayAnswer, on id: HTTP2StreamID) {
+        guard let context, streams[id] != nil else { return }
+        var head = HPACKHeaders()
+        head.reserveCapacity(answer.fields.count + 2)
+        head.add(name: ":status", value: String(answer.status))
+        for (name, value) in answer.fields { head.add(name: name, value: value) }
+        let empty = answer.body.readableBytes == 0
+        if !empty { head.add(name: "content-length", value: String(answer.body.readableBytes)) }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: head, endStream: empty)))), promise: nil)
+        if !empty {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),
+                          promise: nil)
+        }
+        context.flush()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let created = event as? NIOHTTP2StreamCreatedEvent {
+            open += 1
+            highest = max(highest, created.streamID)
+            idle?.cancel()
+            idle = nil
+        } else if let closed = event as? StreamClosedEvent {
+            ended(closed.streamID)
+            open -= 1
+            if open == 0 {
+                if draining { context.close(promise: nil) } else { armIdle() }
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// A stream closed (answered, reset, or its connection gone): its place in flight is free;
+    /// a request it had not finished sending goes nowhere.
+    private func ended(_ id: HTTP2StreamID) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        if case .body = stream { controller.metrics.abandoned() }
+        inFlight.leave()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        for id in Array(streams.keys) { ended(id) }
+        stop()
+        context.fireChannelInactive()
+    }
+
+    /// The connection's inbound window, given back in steps.
+    private func giveBack(_ length: Int, context: ChannelHandlerContext) {
+        unacknowledged += length
+        guard unacknowledged >= Self.windowStep else { return }
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))),
+                              promise: nil)
+        unacknowledged = 0
+    }
+
+    private func armIdle() {
+        guard let idleTimeout, !draining, let context else { return }
+        let channel = context.channel
+        idle = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(idleTimeout.nanoseconds))) { channel.close(promise: nil) }
+    }
+
+    /// The idle timer holds the channel: it goes with the connection, not minutes later.
+    private func stop() {
+        draining = true
+        idle?.cancel()
+        idle = nil
+    }
+
+    /// GOAWAY naming the last stream opened (those in flight are answered); closed now if none is.
+    func quiesce() {
+        guard !draining, let context else { return }
+        stop()
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: highest, errorCode: .noError,
+                                                                                                   opaqueData: nil))),
+                              promise: nil)
+        if open == 0 { context.close(promise: nil) }
+    }
+}
