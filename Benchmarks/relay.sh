@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # One hop's price, in one run: h2load sending the same stream of APNs notifications
-# (POST /3/device/<token>, 8 connections, 32 streams each) to an upstream directly, through
-# `attache relay`, and through nghttpx (nghttp2's C HTTP/2 reverse proxy, with as many workers as
-# the relay has event loops, one per core) in front of the same upstream. The upstream is nghttpd
-# over TLS with a test CA, answering 200 from a file; its direct rate shows it is not the
-# bottleneck. Passthrough (no mutable-content) through both, then enriched with the media already
-# cached (the relay only). What a hop adds to a request's time is measured one request at a time
-# (h2load -c 1 -m 1, where the mean is the median's neighbour); at 256 streams in flight the time is
-# mostly queueing, so there the rate is what counts. Goals: passthrough adds at most 1 ms and keeps
-# at least 0.8x nghttpx's rate; cached enrichment at least 5,000 notifications/s.
-#   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (N=40000 requests per measure)
+# (POST /3/device/<token> with a provider token, apns-topic and apns-push-type, 8 connections)
+# to an upstream directly, through `attache relay`, and through nghttpx (nghttp2's C HTTP/2
+# reverse proxy, with as many workers as the relay has event loops, one per core) in front of the
+# same upstream. The upstream is nghttpd over TLS with a test CA, answering 200 from a file; its
+# direct rate shows it is not the bottleneck. Each measure is a window of D seconds (after a
+# second's warm-up) at 32 and at 100 streams per connection: passthrough (no mutable-content)
+# through both, then enriched with the media already cached (the relay only), and one request at
+# a time (h2load -c 1 -m 1). Per measure: the rate, the request time's p50, p99 and max (from
+# h2load's log), answers that were not 2xx, and CPU per request of the proxy and of the upstream
+# (from /proc); at the end the relay's peak RSS. Goals: passthrough at least 0.4x nghttpx's rate
+# at both depths, no lower at 100 than at 32; the relay's CPU at most 30 us per request and the
+# upstream's behind it within 1.3x of behind nghttpx; cached enrichment at least 0.25x nghttpx's
+# passthrough rate; one at a time, p99 at most 0.3 ms above nghttpx's; peak RSS at most 64 MB.
+#   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (D=10 seconds per measure; QUICK=1: 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bin=${1:-.build/release/attache}
-n=$(setting N 40000 10000)
+seconds=$(setting D 10 3)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -31,6 +35,7 @@ Tests/cli/test-ca.sh "$work"
 mkdir -p "$work/up/3/device" && : > "$work/up/3/device/abc"
 up=$(free_port)
 nghttpd -n 1 -d "$work/up" "$up" "$work/server.key" "$work/server.pem" > "$work/nghttpd.log" 2>&1 &
+upstream=$!
 pids+=($!)
 start_origin Samples/media "$work/origin.log"
 pids+=("$origin")
@@ -38,10 +43,12 @@ pids+=("$origin")
 relay_port=$(free_port)
 "$bin" relay --port "$relay_port" --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" \
   --allow-address 127.0.0.1/32 --media-dir "$work/media" --public-base-url https://cdn.example.com/m > "$work/relay.log" 2>&1 &
+relay=$!
 pids+=($!)
 proxy_port=$(free_port)
 nghttpx "--frontend=127.0.0.1,$proxy_port;no-tls" "--backend=127.0.0.1,$up;;proto=h2;tls;sni=localhost" --cacert="$work/ca.pem" \
   --workers="$(nproc)" --errorlog-file="$work/nghttpx.log" --conf=/dev/null > /dev/null 2>&1 &
+nghttpx=$!
 pids+=($!)
 for _ in $(seq 100); do grep -q listening "$work/relay.log" 2>/dev/null && break; sleep 0.05; done
 sleep 0.5
@@ -50,42 +57,72 @@ printf '{"aps":{"alert":"plain"},"campaign":42}' > "$work/plain.json"
 printf '{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:%s/photo.jpg"}' "$port" > "$work/media.json"
 headers=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
 
-# h2load's summary: req/s, mean time per request (ms), requests that did not succeed; the two
-# numbers also to $work/NAME.num for the ratios.
-measure() {  # label url body name [h2load's load options]
-  local load=("${@:5}")
-  [ ${#load[@]} -gt 0 ] || load=(-n "$n" -c 8 -m 32)
-  h2load "${load[@]}" "${headers[@]}" -d "$3" "$2" > "$work/h2load.out" 2>&1
-  python3 - "$1" "$work/h2load.out" "$work/$4.num" <<'PY'
+# CPU ticks (1/100 s) of a process and its children (nghttpx's workers) so far.
+ticks() {
+  local total=0 pid
+  for pid in "$1" $(pgrep -P "$1" || true); do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$total"
+}
+# One measure: h2load for the window, its per-request log, and the CPU the proxy (pid, or - for
+# none) and the upstream spent meanwhile; a line of figures, and the same to $work/NAME.num.
+measure() {  # label url body name proxy-pid [h2load's load options]
+  local load=("${@:6}")
+  [ ${#load[@]} -gt 0 ] || load=(-c 8 -m 32)
+  local proxy_before=0 up_before
+  [ "$5" = - ] || proxy_before=$(ticks "$5")
+  up_before=$(ticks "$upstream")
+  h2load -D "$seconds" --warm-up-time=1 "${load[@]}" "${headers[@]}" -d "$3" --log-file="$work/$4.log" "$2" > "$work/h2load.out" 2>&1
+  local proxy_ticks=0 up_ticks
+  [ "$5" = - ] || proxy_ticks=$(( $(ticks "$5") - proxy_before ))
+  up_ticks=$(( $(ticks "$upstream") - up_before ))
+  python3 - "$1" "$work/h2load.out" "$work/$4.log" "$work/$4.num" "$proxy_ticks" "$up_ticks" <<'PY'
 import re, sys
-text = open(sys.argv[2]).read()
+label, out, log, num, proxy_ticks, up_ticks = sys.argv[1:]
+text = open(out).read()
+done = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded", text)
+times = sorted(int(line.split()[2]) for line in open(log) if line.strip())
 rate = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
-done = re.search(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded", text)
-value, unit = re.search(r"time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)", text).groups()
-mean = float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
-print(f"{sys.argv[1]:<48} {rate:10.0f} req/s  mean {mean:7.2f} ms  not 2xx {int(done.group(1)) - int(done.group(2))}")
-open(sys.argv[3], "w").write(f"{rate} {mean}")
+count = max(len(times), 1)
+at = lambda q: times[min(len(times) - 1, int(q * len(times)))] / 1000 if times else 0
+# The ticks cover the warm-up too: CPU per request over every request sent, warm-up included.
+sent = int(done.group(2))
+proxy_us = int(proxy_ticks) * 10000 / max(sent, 1)
+up_us = int(up_ticks) * 10000 / max(sent, 1)
+print(f"{label:<44} {rate:9.0f} req/s  p50 {at(0.5):6.2f}  p99 {at(0.99):6.2f}  max {times[-1] / 1000 if times else 0:7.2f} ms"
+      f"  not 2xx {int(done.group(2)) - int(done.group(3))}" + (f"  cpu {proxy_us:5.1f} us" if proxy_ticks != "0" else "")
+      + f"  upstream {up_us:4.1f} us")
+open(num, "w").write(f"{rate} {at(0.5)} {at(0.99)} {proxy_us} {up_us}")
 PY
 }
 
-echo "$n notifications, h2load -c 8 -m 32, upstream nghttpd over TLS, $(nproc) cores"
+echo "windows of $seconds s, 8 connections, upstream nghttpd over TLS, $(nproc) cores; times in ms, CPU per request"
 curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "http://127.0.0.1:$relay_port/3/device/abc"
-measure "direct to the upstream (TLS)" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct
-measure "through nghttpx, passthrough" "http://127.0.0.1:$proxy_port/3/device/abc" "$work/plain.json" proxy
-measure "through attache relay, passthrough" "http://127.0.0.1:$relay_port/3/device/abc" "$work/plain.json" relay
-measure "through attache relay, enriched (media cached)" "http://127.0.0.1:$relay_port/3/device/abc" "$work/media.json" enriched
-one=(-n 3000 -c 1 -m 1)
-measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 "${one[@]}"
-measure "one at a time: through nghttpx" "http://127.0.0.1:$proxy_port/3/device/abc" "$work/plain.json" proxy1 "${one[@]}"
-measure "one at a time: through attache relay" "http://127.0.0.1:$relay_port/3/device/abc" "$work/plain.json" relay1 "${one[@]}"
-python3 - "$work" <<'PY'
+relay_url="http://127.0.0.1:$relay_port/3/device/abc"
+proxy_url="http://127.0.0.1:$proxy_port/3/device/abc"
+measure "direct to the upstream (TLS), m32" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct -
+for m in 32 100; do
+  measure "through nghttpx, passthrough, m$m" "$proxy_url" "$work/plain.json" "proxy$m" "$nghttpx" -c 8 -m "$m"
+  measure "through attache relay, passthrough, m$m" "$relay_url" "$work/plain.json" "relay$m" "$relay" -c 8 -m "$m"
+  measure "through attache relay, enriched (cached), m$m" "$relay_url" "$work/media.json" "enriched$m" "$relay" -c 8 -m "$m"
+done
+one=(-c 1 -m 1)
+measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 - "${one[@]}"
+measure "one at a time: through nghttpx" "$proxy_url" "$work/plain.json" proxy1 "$nghttpx" "${one[@]}"
+measure "one at a time: through attache relay" "$relay_url" "$work/plain.json" relay1 "$relay" "${one[@]}"
+peak=$(awk '/VmHWM/ { print $2 }' "/proc/$relay/status")
+python3 - "$work" "$peak" <<'PY'
 import sys
-w = sys.argv[1]
+w, peak = sys.argv[1], int(sys.argv[2])
 read = lambda name: [float(x) for x in open(f"{w}/{name}.num").read().split()]
-direct, proxy, relay, enriched, direct1, proxy1, relay1 = (
-    read(n) for n in ("direct", "proxy", "relay", "enriched", "direct1", "proxy1", "relay1"))
-print(f"relay passthrough / nghttpx rate: {relay[0] / proxy[0]:.2f}x (goal >= 0.8x)")
-print(f"one at a time, relay passthrough mean - direct mean: {relay1[1] - direct1[1]:+.2f} ms; "
-      f"nghttpx's: {proxy1[1] - direct1[1]:+.2f} ms (goal <= +1 ms)")
-print(f"relay enriched, media cached: {enriched[0]:.0f} notifications/s (goal >= 5,000)")
+rate, p50, p99, cpu, up = range(5)
+proxy32, proxy100, relay32, relay100 = read("proxy32"), read("proxy100"), read("relay32"), read("relay100")
+enriched32, enriched100, proxy1, relay1 = read("enriched32"), read("enriched100"), read("proxy1"), read("relay1")
+print(f"relay passthrough / nghttpx rate: {relay32[rate] / proxy32[rate]:.2f}x at m32, {relay100[rate] / proxy100[rate]:.2f}x at m100 "
+      f"(goal >= 0.4x); m100 / m32: {relay100[rate] / relay32[rate]:.2f} (goal >= 1)")
+print(f"CPU per passthrough request: relay {relay32[cpu]:.1f} us, nghttpx {proxy32[cpu]:.1f} us (goal <= 30 us); upstream behind the relay "
+      f"{relay32[up]:.1f} us, behind nghttpx {proxy32[up]:.1f} us: {relay32[up] / max(proxy32[up], 0.1):.2f}x (goal <= 1.3x)")
+print(f"relay enriched, media cached / nghttpx passthrough rate: {enriched32[rate] / proxy32[rate]:.2f}x at m32, "
+      f"{enriched100[rate] / proxy100[rate]:.2f}x at m100 (goal >= 0.25x)")
+print(f"one at a time, p99 through the relay - through nghttpx: {relay1[p99] - proxy1[p99]:+.2f} ms (goal <= +0.3 ms)")
+print(f"relay peak RSS: {peak / 1024:.0f} MB (goal <= 64 MB)")
 PY
