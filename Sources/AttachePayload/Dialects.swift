@@ -81,8 +81,10 @@ public struct DialectReader: Sendable {
 
     /// `KEY` or `KEY=TYPEKEY`: a generic media key and the key of its type field, if any.
     static func splitGenericKey(_ entry: String) -> (key: String, typeKey: String?) {
-        guard let equals = entry.firstIndex(of: "=") else { return (entry, nil) }
-        let type = String(entry[entry.index(after: equals)...])
+        // By its UTF-8 bytes: a search by Character walks grapheme clusters, and this runs for
+        // every generic key of every payload.
+        guard let equals = entry.utf8.firstIndex(of: UInt8(ascii: "=")) else { return (entry, nil) }
+        let type = String(entry[entry.utf8.index(after: equals)...])
         return (String(entry[..<equals]), type.isEmpty ? nil : type)
     }
 

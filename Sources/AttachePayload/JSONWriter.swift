@@ -38,19 +38,29 @@ public enum JSONWriter {
     }
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
+        var s = s
         out.append(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
-        for b in s.utf8 {
-            switch b {
-            case 0x22: out.append(contentsOf: [0x5c, 0x22])
-            case 0x5c: out.append(contentsOf: [0x5c, 0x5c])
-            case 0x0a: out.append(contentsOf: [0x5c, UInt8(ascii: "n")])
-            case 0x0d: out.append(contentsOf: [0x5c, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5c, UInt8(ascii: "t")])
-            case 0..<0x20: out.append(contentsOf: [0x5c, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
-            default: out.append(b)
+        // Runs that need no escape (nearly every string) go in whole: a payload is written
+        // again for every notification the relay or the service enriches, and a byte at a time
+        // cost more than the rest of writing it.
+        s.withUTF8 { bytes in
+            var start = 0
+            for (i, b) in bytes.enumerated() where b == 0x22 || b == 0x5c || b < 0x20 {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                start = i + 1
+                switch b {
+                case 0x22: out.append(contentsOf: [0x5c, 0x22])
+                case 0x5c: out.append(contentsOf: [0x5c, 0x5c])
+                case 0x0a: out.append(contentsOf: [0x5c, UInt8(ascii: "n")])
+                case 0x0d: out.append(contentsOf: [0x5c, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5c, UInt8(ascii: "t")])
+                default: out.append(contentsOf: [0x5c, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }
+
+    private static let hex = Array("0123456789abcdef".utf8)
 }
