@@ -53,6 +53,10 @@ func buildRouter(
     connections: Connections
 ) -> Router<AttacheRequestContext> {
     let router = Router(context: AttacheRequestContext.self)
+    var routes: [(path: String, methods: [HTTPRequest.Method])] = [("/v1/enrich", [.post]), ("/healthz", [.get]), ("/readyz", [.get]),
+                                                                  ("/metrics", [.get])]
+    if enrichment.storage.location.isLocal { routes.append(("/media/**", [.get, .head])) }
+    router.add(middleware: MethodNotAllowed(routes))
     // Authentication is decided on the route that matched, not on the path's spelling: the router
     // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
     let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))

@@ -16,6 +16,30 @@ import Glibc
 
 /// What hostile testing found in the service, each fixed with a test that failed before.
 @Suite struct ServiceHardeningTests {
+    /// A path the service has, asked with another method, is 405 with the methods it has in
+    /// `Allow` (the contract's fuzzer found 404s); a path it does not have stays 404.
+    @Test func aMethodAPathDoesNotAnswerIs405WithAllow() async throws {
+        let h = try ServiceHarness(tokens: ["secret"])
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let cases: [(String, HTTPRequest.Method, String)] = [
+                ("/v1/enrich", .get, "POST"), ("//v1/enrich/", .delete, "POST"), ("/healthz", .post, "GET"), ("/readyz", .put, "GET"),
+                ("/metrics", .post, "GET"), ("/media/abc.jpg", .put, "GET, HEAD"), ("/media/a/b", .options, "GET, HEAD"),
+            ]
+            for (path, method, allow) in cases {
+                try await client.execute(uri: path, method: method) { r in
+                    #expect(r.status == .methodNotAllowed, "\(method) \(path) answered \(r.status)")
+                    #expect(r.headers[.allow] == allow)
+                    #expect(String(buffer: r.body).hasPrefix(#"{"error":"#))
+                }
+            }
+            for (path, method) in [("/v1/other", HTTPRequest.Method.get), ("/media", .get), ("/nothing", .delete)] {
+                try await client.execute(uri: path, method: method) { r in #expect(r.status == .notFound, "\(path) answered \(r.status)") }
+            }
+            try await client.execute(uri: "/v1/enrich", method: .post, body: h.payload(fcmPayload)) { r in #expect(r.status == .unauthorized) }
+        }
+    }
+
     /// The router treats empty segments and a trailing slash as the route they spell; the token is
     /// asked for on the route that matched, so no spelling gets past it.
     @Test func everySpellingOfAGuardedRouteNeedsTheToken() async throws {
