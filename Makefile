@@ -27,6 +27,8 @@ AIOAPNS_VERSION := 4.0
 FIREBASE_ADMIN_VERSION := 7.7.0
 SELENIUM_VERSION := 4.51.0
 KUBERNETES_VALIDATE_VERSION := 1.37.0
+SCHEMATHESIS_VERSION := 4.32.5
+OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
 	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
@@ -78,6 +80,10 @@ test-deps: deps
 		$(TOOLS)/bin/pip install -q selenium==$(SELENIUM_VERSION)
 	@$(TOOLS)/bin/pip show kubernetes-validate 2>/dev/null | grep -q "^Version: $(KUBERNETES_VALIDATE_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION)
+	@$(TOOLS)/bin/pip show schemathesis 2>/dev/null | grep -q "^Version: $(SCHEMATHESIS_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q schemathesis==$(SCHEMATHESIS_VERSION)
+	@$(TOOLS)/bin/pip show openapi-spec-validator 2>/dev/null | grep -q "^Version: $(OPENAPI_SPEC_VALIDATOR_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q openapi-spec-validator==$(OPENAPI_SPEC_VALIDATOR_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -114,6 +120,7 @@ test: test-deps
 	Tests/cli/settings-docs.sh $(DEBUG_BIN)
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
+	Tests/cli/contract.sh $(DEBUG_BIN)
 	Tests/cli/sandbox.sh $(DEBUG_BIN)
 	Tests/cli/batch.sh $(DEBUG_BIN)
 	Tests/cli/replicas.sh $(DEBUG_BIN)
