@@ -64,6 +64,12 @@ struct RelayAnswer: Sendable {
     /// any DATA frame it gets as JSON).
     var body: ByteBuffer
 
+    func adding(_ field: (name: String, value: String)) -> RelayAnswer {
+        var answer = self
+        answer.fields.append(field)
+        return answer
+    }
+
     static let outcome = HTTPField.Name.attacheOutcome.canonicalName
     static let deadline = HTTPField.Name.attacheDeadline.canonicalName
 }
@@ -99,7 +105,9 @@ enum RelayRoute: Sendable {
     func refusal(_ request: RelayRequest) -> RelayAnswer? {
         switch self {
         case .send: nil
-        case .methodNotAllowed(let provider): provider.error(405, "MethodNotAllowed", request: request)
+        case .methodNotAllowed(let provider):
+            // RFC 9110 §15.5.6: a 405 names the methods the path has.
+            provider.error(405, "MethodNotAllowed", request: request).adding(("allow", "POST"))
         case .badPath: Provider.apns.error(404, "BadPath", request: request)
         }
     }

@@ -82,7 +82,7 @@ class Upstream(asyncio.Protocol):
         headers = request["headers"]
         with open(self.log, "a") as log:
             fields = {k: v for k, v in headers.items() if not k.startswith(":")}
-            log.write(json.dumps({"path": headers.get(":path"), "fields": fields, "body": request["body"].decode()}) + "\n")
+            log.write(json.dumps({"path": headers.get(":path"), "fields": fields, "body": request["body"].decode(errors="replace")}) + "\n")
         path = headers.get(":path", "")
         if path.startswith("/v1/projects/"):
             return self.answer_fcm(stream_id, path, headers)
