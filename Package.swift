@@ -213,11 +213,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                // The upstream side: HTTP/2 streams multiplexed on a few connections per upstream.
+                // Both sides' HTTP/2, in frames: a few connections per upstream, many streams each.
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                // HTTP/1.1's request parts (RequestMustEnd).
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
                 // The clear-text front door: the preface decides HTTP/2 or HTTP/1.1, as ALPN does.
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -7,7 +7,6 @@ import AttacheSupport
 import AttacheTenants
 import Foundation
 import HTTPTypes
-import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
@@ -111,19 +110,6 @@ enum RelayRoute: Sendable {
         case .badPath: Provider.apns.error(404, "BadPath", request: request)
         }
     }
-
-    /// Whose error shape an answer about this request takes.
-    var provider: Provider {
-        switch self {
-        case .send(let provider, _), .methodNotAllowed(let provider): provider
-        case .badPath: .apns
-        }
-    }
-}
-
-extension HTTPField.Name {
-    static let apnsTopic = Self("apns-topic")!
-    static let apnsID = Self("apns-id")!
 }
 
 /// `POST /3/device/{token}` (APNs) and `POST /v1/projects/{project}/messages:send` (FCM v1): each

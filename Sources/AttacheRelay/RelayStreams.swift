@@ -20,9 +20,8 @@ final class RelayStreams: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private enum Stream {
-        /// Gathering the body of a request to send (`unacknowledged`: bytes of it not yet given
-        /// back by WINDOW_UPDATE).
-        case body(RelayRequest, Provider, app: String?, unacknowledged: Int)
+        /// Gathering the body of a request to send, and the stream's window used by it.
+        case body(RelayRequest, Provider, app: String?, window: InboundWindow)
         /// Answered, or being answered: anything more the client sends is dropped.
         case answering
     }
@@ -40,10 +39,8 @@ final class RelayStreams: ChannelInboundHandler {
     private var highest = HTTP2StreamID(0)
     private var draining = false
     private var idle: Scheduled<Void>?
-    /// Bytes of DATA received on the connection not yet given back by WINDOW_UPDATE.
-    private var unacknowledged = 0
-    /// Given back once half of HTTP/2's default window (65,535) is used.
-    private static let windowStep = 32_768
+    /// The connection's inbound window.
+    private var window = InboundWindow()
 
     init(controller: RelayController, inFlight: InFlight, maxInFlight: Int, idleTimeout: Duration?) {
         self.controller = controller
@@ -74,9 +71,8 @@ final class RelayStreams: ChannelInboundHandler {
             }
             opened(id, headers: headers.headers, endStream: headers.endStream)
         case .data(let data):
-            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-            giveBack(length, context: context)
-            guard case .body(var request, let provider, let app, var pendingBytes)? = streams[id] else { return }
+            if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
+            guard case .body(var request, let provider, let app, var streamWindow)? = streams[id] else { return }
             streams[id] = .answering  // the request is out of the table while its body grows: not copied
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
@@ -87,13 +83,8 @@ final class RelayStreams: ChannelInboundHandler {
                 // A body in one DATA frame (a notification's, nearly always) is that frame's bytes.
                 if request.body.readableBytes == 0 { request.body = bytes } else { request.body.writeBuffer(&bytes) }
             }
-            pendingBytes += length
-            if !data.endStream, pendingBytes >= Self.windowStep {
-                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: pendingBytes))),
-                                      promise: nil)
-                pendingBytes = 0
-            }
-            streams[id] = .body(request, provider, app: app, unacknowledged: pendingBytes)
+            if let update = streamWindow.received(data, on: id), !data.endStream { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
+            streams[id] = .body(request, provider, app: app, window: streamWindow)
             if data.endStream { send(id) }
         case .rstStream:
             controller.metrics.clientReset()
@@ -128,7 +119,7 @@ final class RelayStreams: ChannelInboundHandler {
             write(route.refusal(request)!, on: id)
             return
         }
-        streams[id] = .body(request, provider, app: app, unacknowledged: 0)
+        streams[id] = .body(request, provider, app: app, window: InboundWindow())
         if endStream { send(id) }
     }
 
@@ -195,15 +186,6 @@ final class RelayStreams: ChannelInboundHandler {
         for id in Array(streams.keys) { ended(id) }
         stop()
         context.fireChannelInactive()
-    }
-
-    /// The connection's inbound window, given back in steps.
-    private func giveBack(_ length: Int, context: ChannelHandlerContext) {
-        unacknowledged += length
-        guard unacknowledged >= Self.windowStep else { return }
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))),
-                              promise: nil)
-        unacknowledged = 0
     }
 
     private func armIdle() {

@@ -290,8 +290,8 @@ final class Exchanges: ChannelInboundHandler {
         var status: Int?
         var fields: [(name: String, value: String)] = []
         var body = ByteBuffer()
-        /// Bytes of DATA received on the stream not yet given back by WINDOW_UPDATE.
-        var unacknowledged = 0
+        /// The stream's inbound window, used by the answer.
+        var window = InboundWindow()
     }
 
     let goingAway = GoingAway()
@@ -304,11 +304,8 @@ final class Exchanges: ChannelInboundHandler {
     /// the one timer for the earliest.
     private var deadlines = CircularBuffer<(deadline: NIODeadline, stream: HTTP2StreamID)>()
     private var timer: Scheduled<Void>?
-    /// Bytes of DATA received on the connection not yet given back by WINDOW_UPDATE.
-    private var unacknowledged = 0
-    /// Given back once half of HTTP/2's default window (65,535) is used, on the connection and
-    /// on a stream whose answer goes on.
-    private static let windowStep = 32_768
+    /// The connection's inbound window.
+    private var window = InboundWindow()
 
     /// Succeeded when the connection is open and HTTP/2's preface sent.
     private(set) var active: EventLoopPromise<Void>!
@@ -366,8 +363,7 @@ final class Exchanges: ChannelInboundHandler {
             }
             if headers.endStream { complete(frame.streamID) }
         case .data(let data):
-            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-            giveBack(length, context: context)
+            if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
             guard var exchange = pending.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = data.data {
                 guard exchange.body.readableBytes + bytes.readableBytes <= 1 << 20 else {
@@ -377,12 +373,8 @@ final class Exchanges: ChannelInboundHandler {
                 }
                 exchange.body.writeBuffer(&bytes)
             }
-            exchange.unacknowledged += length
-            if !data.endStream, exchange.unacknowledged >= Self.windowStep {
-                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID,
-                                                                 payload: .windowUpdate(windowSizeIncrement: exchange.unacknowledged))),
-                                      promise: nil)
-                exchange.unacknowledged = 0
+            if let update = exchange.window.received(data, on: frame.streamID), !data.endStream {
+                context.writeAndFlush(wrapOutboundOut(update), promise: nil)
             }
             pending[frame.streamID] = exchange
             if data.endStream { complete(frame.streamID) }
@@ -445,15 +437,6 @@ final class Exchanges: ChannelInboundHandler {
         timer?.cancel()
         timer = nil
         for exchange in all.values { exchange.answer.fail(error) }
-    }
-
-    /// The connection's inbound window, given back in steps.
-    private func giveBack(_ length: Int, context: ChannelHandlerContext) {
-        unacknowledged += length
-        guard unacknowledged >= Self.windowStep else { return }
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))),
-                              promise: nil)
-        unacknowledged = 0
     }
 
     private func armTimer(_ context: ChannelHandlerContext) {
