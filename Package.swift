@@ -101,7 +101,10 @@ let package = Package(
         // Decoding in sandboxed helper processes: the pool that starts, feeds and replaces them.
         .target(
             name: "AttacheIsolation",
-            dependencies: ["AttacheMedia", "AttachePayload", "AttacheSupport", "CSpawn", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "AttacheMedia", "AttachePayload", "AttacheSupport", "CSpawn",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         // The helper process: AttacheMedia's decoders behind CSandbox, jobs over a socket.
@@ -172,6 +175,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            // The contract it serves at /openapi.yaml: docs/openapi.yaml, linked here, compiled in.
+            resources: [.embedInCode("openapi.yaml")],
             swiftSettings: strict
         ),
         // Tenants: the tenants file (hashed tokens, hosts, store prefix, caps, rate, concurrency,
@@ -336,7 +341,13 @@ let package = Package(
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheOrigin", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
         // The helpers (attache-decode and the probe) are built before the tests that start them.
-        .testTarget(name: "AttacheIsolationTests", dependencies: ["AttacheIsolation", "AttacheDecoderMain", "AttacheDecoderProbe", "AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),
+        .testTarget(
+            name: "AttacheIsolationTests",
+            dependencies: [
+                "AttacheIsolation", "AttacheDecoderMain", "AttacheDecoderProbe", "AttacheMedia", "AttacheTesting", "AttacheTestTraits",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
         .testTarget(
             name: "AttacheTests",
             dependencies: ["Attache", "AttacheEnrichment", "AttacheIsolation", "AttacheBatch", "AttacheTimeline", "AttacheOrigin", "AttacheTesting", "AttacheTestTraits", .product(name: "Logging", package: "swift-log")]

@@ -54,7 +54,7 @@ func buildRouter(
 ) -> Router<AttacheRequestContext> {
     let router = Router(context: AttacheRequestContext.self)
     var routes: [(path: String, methods: [HTTPRequest.Method])] = [("/v1/enrich", [.post]), ("/healthz", [.get]), ("/readyz", [.get]),
-                                                                  ("/metrics", [.get])]
+                                                                  ("/metrics", [.get]), ("/openapi.yaml", [.get])]
     if enrichment.storage.location.isLocal { routes.append(("/media/**", [.get, .head])) }
     router.add(middleware: MethodNotAllowed(routes))
     // Authentication is decided on the route that matched, not on the path's spelling: the router

@@ -9,7 +9,7 @@ import NIOCore
 import Prometheus
 
 /// `/healthz` (alive), `/readyz` (fetch engine running, media directory writable and not full),
-/// `/metrics`.
+/// `/metrics`, and `/openapi.yaml`, the HTTP contract of this very build.
 struct HealthController: Sendable {
     let enrichment: Enrichment
     let mediaDirectory: String
@@ -20,6 +20,14 @@ struct HealthController: Sendable {
 
     func register(on router: some RouterMethods<AttacheRequestContext>) {
         router.get("/healthz") { _, _ in Probes.text(.ok, "ok\n") }
+        // docs/openapi.yaml as it was when this binary was built (compiled in: no file to ship
+        // beside it), open like the probes: it holds no secret, and a client generator or a
+        // gateway reads it before it has a token.
+        router.get("/openapi.yaml") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/yaml"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+        }
         router.get("/readyz") { _, _ in
             guard enrichment.services.engine.isRunning else { return Probes.text(.serviceUnavailable, "fetch engine stopped\n") }
             guard isWritableDirectory(mediaDirectory) else { return Probes.text(.serviceUnavailable, "media directory not writable\n") }

@@ -1,6 +1,7 @@
 import AttacheMedia
 import AttacheSupport
 import Logging
+import Metrics
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -68,13 +69,20 @@ public final class DecoderPool: MediaDecoder, Sendable {
     public let configuration: Configuration
     private let logger: Logger
     private let state = Mutex(State())
+    /// `attache_decoder_crashes_total`, one series per cause, made at start so that each is
+    /// exported at 0 before the first death (a rate over it then needs no `or vector(0)`).
+    private let crashCounters: [CrashCause: Counter]
     private let queue: JobQueue
 
     /// Starts one helper at once — so a helper that cannot run or cannot sandbox itself is an
     /// error here, at start, not a failed attachment later — and the rest in the background.
-    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.decoder")) throws {
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "attache.decoder"),
+                metrics: any MetricsFactory = MetricsSystem.factory) throws {
         self.configuration = configuration
         self.logger = logger
+        crashCounters = Dictionary(uniqueKeysWithValues: CrashCause.allCases.map { cause in
+            (cause, Counter(label: "attache_decoder_crashes_total", dimensions: [("cause", cause.rawValue)], factory: metrics))
+        })
         queue = JobQueue(heavyAtOnce: configuration.helpers - 1)
         let first = try HelperProcess(path: configuration.helperPath, arguments: configuration.arguments, within: configuration.startTimeout)
         state.withLock {
@@ -214,6 +222,16 @@ public final class DecoderPool: MediaDecoder, Sendable {
         }
     }
 
+    /// Why a helper died on a job: the `cause` of `attache_decoder_crashes_total`.
+    enum CrashCause: String, CaseIterable {
+        /// A signal of its own making (SIGSEGV, SIGABRT, ...) or of someone else's (SIGKILL).
+        case crash
+        /// Its job's CPU time ran out (SIGXCPU).
+        case cpuLimit = "cpu-limit"
+        /// The sandbox killed it for a system call it does not allow (SIGSYS).
+        case forbiddenCall = "forbidden-call"
+    }
+
     /// What a helper's death means for the job it was on.
     private func crashError(_ helper: HelperProcess) -> MediaError {
         let signal = helper.signal
@@ -221,12 +239,14 @@ public final class DecoderPool: MediaDecoder, Sendable {
         logger.warning("decoder helper died on a job", metadata: [
             "attache.decoder.pid": "\(helper.pid)", "attache.decoder.end": "\(helper.terminationDescription)",
         ])
-        switch signal {
-        case SIGXCPU:
+        let cause: CrashCause = signal == SIGXCPU ? .cpuLimit : signal == SIGSYS ? .forbiddenCall : .crash
+        crashCounters[cause]?.increment()
+        switch cause {
+        case .cpuLimit:
             return MediaError(.limitsExceeded, "decoding used more than \(configuration.jobCPUSeconds) s of CPU", detail: .decoderCPULimit)
-        case SIGSYS:
+        case .forbiddenCall:
             return MediaError(.invalidMedia, "the decoder made a forbidden system call and was killed (SIGSYS)", detail: .decoderCrashed)
-        default:
+        case .crash:
             return MediaError(.invalidMedia, "the decoder crashed (\(helper.terminationDescription))", detail: .decoderCrashed)
         }
     }

@@ -123,6 +123,6 @@ func bootstrapProcess(logFormat: LogFormat) -> PrometheusCollectorRegistry {
     // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
     _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
     let registry = PrometheusCollectorRegistry()
-    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    MetricsSystem.bootstrap(PrometheusMetricsFactory.attache(registry: registry))
     return registry
 }

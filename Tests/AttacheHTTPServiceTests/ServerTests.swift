@@ -42,7 +42,7 @@ struct ServiceHarness {
 
     var app: some ApplicationProtocol {
         buildApplication(configuration: server, enrichment: enrichment, registry: registry,
-                         metrics: EnrichmentMetrics(factory: PrometheusMetricsFactory(registry: registry)),
+                         metrics: EnrichmentMetrics(factory: PrometheusMetricsFactory.attache(registry: registry)),
                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 

@@ -2,6 +2,7 @@ import AttacheMedia
 import AttachePayload
 import AttacheSupport
 import AttacheTesting
+import MetricsTestKit
 import Testing
 @testable import AttacheIsolation
 #if canImport(Glibc)
@@ -52,7 +53,8 @@ import Glibc
     }
 
     @Test func aJobOverItsCPUAllowanceIsLimitsExceeded() async throws {
-        let pool = try await makePool {
+        let metrics = TestMetrics()
+        let pool = try await makePool(metrics: metrics) {
             $0.helperPath = probeHelper
             $0.jobCPUSeconds = 1
         }
@@ -61,6 +63,7 @@ import Glibc
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, "spin") }
         #expect(error?.code == .limitsExceeded)
         #expect(error?.detail == .decoderCPULimit)
+        #expect(try metrics.expectCounter("attache_decoder_crashes_total", [("cause", "cpu-limit")]).totalValue == 1)
         // One CPU second, counted from the next whole second used: at most ~2 s of CPU, which a
         // loaded machine may stretch.
         #expect(start.duration(to: .now) < .seconds(10))

@@ -2,6 +2,7 @@ import AttacheMedia
 import AttachePayload
 import AttacheSupport
 import AttacheTesting
+import MetricsTestKit
 import Testing
 @testable import AttacheIsolation
 #if canImport(Glibc)
@@ -13,11 +14,12 @@ import Glibc
 /// ready, and two dozen such waits at once on the test runner's cooperative threads (one per
 /// core) stalled every other suite for seconds; on BlockingPool.shared they queued in front of
 /// the in-process decodes of other suites' enrichments, which then missed their deadlines.
-func makePool(helpers: Int = 1, _ tweak: (inout DecoderPool.Configuration) -> Void = { _ in }) async throws -> DecoderPool {
+func makePool(helpers: Int = 1, metrics: TestMetrics = TestMetrics(),
+              _ tweak: (inout DecoderPool.Configuration) -> Void = { _ in }) async throws -> DecoderPool {
     var configuration = DecoderPool.Configuration(helpers: helpers)
     tweak(&configuration)
     let ready = configuration
-    return try await poolStarts.run { _ in try DecoderPool(configuration: ready) }
+    return try await poolStarts.run { _ in try DecoderPool(configuration: ready, metrics: metrics) }
 }
 
 private let poolStarts = BlockingPool(threads: 2, name: "test-pool-start")
@@ -177,13 +179,16 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
 
     @Test(arguments: ["socket", "connect", "execve", "fork"])
     func aForbiddenCallKillsTheHelper(_ call: String) async throws {
-        let pool = try await makePool { $0.helperPath = probeHelper }
+        let metrics = TestMetrics()
+        let pool = try await makePool(metrics: metrics) { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let error = await #expect(throws: MediaError.self) { try await tryCall(pool, call) }
         #expect(error?.code == .invalidMedia)
         #expect(error?.detail == .decoderCrashed)
         #expect(error?.message.contains("SIGSYS") == true, "\(error?.message ?? "")")
         #expect(pool.crashes == 1)
+        #expect(try metrics.expectCounter("attache_decoder_crashes_total", [("cause", "forbidden-call")]).totalValue == 1)
+        #expect(try metrics.expectCounter("attache_decoder_crashes_total", [("cause", "crash")]).totalValue == 0)
         // Replaced: the next job is done by a fresh helper.
         let next = try await pool.image(Fixtures.bytes("photo.jpg"), format: nil, options: options, limits: limits)
         #expect(next.rendition.thumbnail.width == 320)
@@ -209,7 +214,8 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
     }
 
     @Test func aHelperKilledMidJobCostsThatJob() async throws {
-        let pool = try await makePool { $0.helperPath = probeHelper }
+        let metrics = TestMetrics()
+        let pool = try await makePool(metrics: metrics) { $0.helperPath = probeHelper }
         defer { pool.shutdown() }
         let pid = try #require(pool.helperPIDs.first)
         let job = Task { try await tryCall(pool, "spin") }
@@ -220,6 +226,7 @@ func procFile(_ pid: pid_t, _ name: String) -> String {
         #expect(error?.detail == .decoderCrashed)
         #expect(error?.message.contains("SIGSEGV") == true, "\(error?.message ?? "")")
         #expect(pool.crashes == 1)
+        #expect(try metrics.expectCounter("attache_decoder_crashes_total", [("cause", "crash")]).totalValue == 1)
         let next = try await pool.image(Fixtures.bytes("alpha.png"), format: nil, options: options, limits: limits)
         #expect(next.rendition.thumbnail.format == .png)
         #expect(pool.helperPIDs.first != pid)

@@ -51,6 +51,9 @@ fuzz() {  # what url out [st options...]
   check "schemathesis: every answer of the live $1 conforms ($(grep -E "^ *[0-9]+ generated" "$3" | tr -s ' ' | head -1))" "[ $code = 0 ]"
   [ "$code" = 0 ] || sed -n '/FAILURES/,$p' "$3" | head -60
 }
+curl -s -D "$tmp/openapi.headers" -o "$tmp/openapi.yaml" "http://127.0.0.1:$sport/openapi.yaml"
+check "the service serves this contract at /openapi.yaml, without a token, byte for byte" "cmp -s docs/openapi.yaml $tmp/openapi.yaml"
+check "… as application/yaml" "grep -qi '^content-type: application/yaml' $tmp/openapi.headers"
 fuzz service "http://127.0.0.1:$sport" "$tmp/st.out" --include-tag service --include-tag probes -H "Authorization: Bearer $token"
 check "schemathesis got past authentication everywhere" "! grep -q 'Authentication failed' $tmp/st.out"
 check "the service is healthy after it" "curl -sf -o /dev/null http://127.0.0.1:$sport/healthz"

@@ -6,6 +6,7 @@ kubernetes.py worker RENDERED          the worker's Deployment
 kubernetes.py batch RENDERED           the Indexed Job
 kubernetes.py keda RENDERED WORKERHELP the ScaledObject, as KEDA documents the nats-jetstream trigger
 kubernetes.py local RENDERED           what the local overlay adds
+kubernetes.py monitors RENDERED        the prometheus-operator overlay's ServiceMonitor and PodMonitor
 Exits non-zero with the reason on the first failed expectation.
 """
 import re
@@ -180,6 +181,45 @@ def local(rendered):
     one(docs, "PersistentVolumeClaim", "attache-campaigns")
     nats = container(one(docs, "Deployment", "nats"))
     assert "-js" in nats["args"] and "-m" in nats["args"], "NATS with JetStream and its monitoring port"
+
+
+# The fields of the Prometheus Operator's monitoring.coreos.com/v1 API the monitors may use (no
+# schema of those kinds is at hand offline: a misspelt field would be silently dropped by the
+# operator, so it is refused here).
+MONITOR_SPEC = {"selector", "namespaceSelector", "jobLabel", "podTargetLabels", "targetLabels", "sampleLimit"}
+ENDPOINT = {"port", "path", "interval", "scrapeTimeout", "scheme", "authorization", "tlsConfig", "relabelings",
+            "metricRelabelings", "honorLabels"}
+
+
+def monitors(rendered):
+    docs = objects(rendered)
+    sm = one(docs, "ServiceMonitor", "attache")
+    pm = one(docs, "PodMonitor", "attache-worker")
+    for m, endpoints in ((sm, "endpoints"), (pm, "podMetricsEndpoints")):
+        assert m["apiVersion"] == "monitoring.coreos.com/v1", f"{m['kind']} is monitoring.coreos.com/v1"
+        unknown = set(m["spec"]) - MONITOR_SPEC - {endpoints}
+        assert not unknown, f"{m['kind']} spec has fields the operator does not know: {unknown}"
+        for e in m["spec"][endpoints]:
+            assert not set(e) - ENDPOINT, f"{m['kind']} endpoint has fields the operator does not know: {set(e) - ENDPOINT}"
+            assert e["path"] == "/metrics", f"{m['kind']} scrapes /metrics"
+    # The ServiceMonitor selects the service's Service by its labels, on the port that reaches serve's --port.
+    svc = one(docs, "Service", "attache")
+    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(), "the ServiceMonitor selects the Service"
+    port = next((p for p in svc["spec"]["ports"] if p["name"] == sm["spec"]["endpoints"][0]["port"]), None)
+    assert port, "the ServiceMonitor's port is one the Service names"
+    dep = one(docs, "Deployment", "attache")
+    c = container(dep)
+    named = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert named.get(port["targetPort"], port["targetPort"]) == int(c["args"][c["args"].index("--port") + 1]), "… and reaches serve's --port"
+    # The PodMonitor selects the worker's pods, on the container port that is its --metrics-port.
+    wdep = one(docs, "Deployment", "attache-worker")
+    labels = wdep["spec"]["template"]["metadata"]["labels"]
+    assert pm["spec"]["selector"]["matchLabels"].items() <= labels.items(), "the PodMonitor selects the worker's pods"
+    assert not pm["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items(), "… and not the service's"
+    wc = container(wdep)
+    wnamed = {p["name"]: p["containerPort"] for p in wc["ports"]}
+    mport = int(wc["args"][wc["args"].index("--metrics-port") + 1])
+    assert wnamed.get(pm["spec"]["podMetricsEndpoints"][0]["port"]) == mport, "the PodMonitor scrapes the worker's --metrics-port"
 
 
 if __name__ == "__main__":

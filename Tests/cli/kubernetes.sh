@@ -11,13 +11,14 @@ KUBERNETES_VERSION=1.32.0
 validate=.build/tools/bin/kubernetes-validate
 python=.build/tools/bin/python3
 
-for dir in base overlays/local; do
+for dir in base overlays/local overlays/prometheus-operator; do
   name=${dir//\//-}
   check "kubectl kustomize deploy/kubernetes/$dir renders" \
     "kubectl kustomize deploy/kubernetes/$dir > '$tmp/$name.yaml' 2> '$tmp/$name.err' || { cat '$tmp/$name.err'; false; }"
-  # KEDA's kind has no schema in kubernetes-validate: it is checked on its own below.
+  # KEDA's and the Prometheus Operator's kinds have no schema in kubernetes-validate: they are
+  # checked on their own below.
   "$python" -c 'import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] != "ScaledObject"]
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] not in ("ScaledObject", "ServiceMonitor", "PodMonitor")]
 yaml.safe_dump_all(docs, open(sys.argv[2], "w"))' "$tmp/$name.yaml" "$tmp/$name.core.yaml"
   check "$dir: every object valid for Kubernetes $KUBERNETES_VERSION (strict)" \
     "'$validate' --strict --quiet -k $KUBERNETES_VERSION '$tmp/$name.core.yaml' || false"
@@ -39,4 +40,6 @@ check "KEDA: a ScaledObject as KEDA documents the nats-jetstream trigger, on the
   "$python Tests/cli/kubernetes.py keda '$tmp/overlays-local.yaml' '$tmp/worker-help'"
 check "the local overlay: the tenants file, SeaweedFS and NATS the base expects" "$python Tests/cli/kubernetes.py local '$tmp/overlays-local.yaml'"
 check "the local overlay's tenants file is one attache accepts" "'$bin' tenants check deploy/kubernetes/overlays/local/tenants.yaml > '$tmp/tenants.out' 2>&1 || { cat '$tmp/tenants.out'; false; }"
+check "the prometheus-operator overlay: a ServiceMonitor on the service's port, a PodMonitor on the workers' metrics port" \
+  "$python Tests/cli/kubernetes.py monitors '$tmp/overlays-prometheus-operator.yaml'"
 finish kubernetes

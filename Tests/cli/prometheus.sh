@@ -98,6 +98,10 @@ check "… and reads its counters back: 4 enriched (got $enriched)" "[ '$enriche
 timeouts=$(query 'sum(attache_requests_total{reason="timeout"})' | value)
 check "… 1 timed out (got $timeouts)" "[ '$timeouts' = 1 ]"
 check "… a tenant refused by its rate" "[ \"\$(query 'sum(attache_tenant_refused_total{tenant=\"beta\",limit=\"rate-limited\"})' | value)\" = 1 ]"
+check "… the payload-time histogram has a bucket at the service's 3 s deadline" \
+  "[ -n \"\$(query 'attache_stage_duration_seconds_bucket{stage=\"total\",le=\"3.0\"}' | value)\" ]"
+check "… the decoder helpers' deaths, by cause, exported at 0 before the first" \
+  "[ \"\$(query 'count(attache_decoder_crashes_total == 0)' | value)\" = 3 ]"
 check "… the recording rules evaluate (attache:requests:rate5m has a value)" "[ -n \"\$(query 'attache:requests:rate5m' | value)\" ]"
 curl -s "http://127.0.0.1:$pport/api/v1/rules" > "$tmp/rules.json"
 health=$(python3 -c 'import json,sys; rs=[r for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]; print(len(rs), sum(r["health"]=="ok" for r in rs))' "$tmp/rules.json")
