@@ -29,6 +29,7 @@ SELENIUM_VERSION := 4.51.0
 KUBERNETES_VALIDATE_VERSION := 1.37.0
 SCHEMATHESIS_VERSION := 4.32.5
 OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
+OPENTELEMETRY_PROTO_VERSION := 1.45.2
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
 	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
@@ -84,6 +85,8 @@ test-deps: deps
 		$(TOOLS)/bin/pip install -q schemathesis==$(SCHEMATHESIS_VERSION)
 	@$(TOOLS)/bin/pip show openapi-spec-validator 2>/dev/null | grep -q "^Version: $(OPENAPI_SPEC_VALIDATOR_VERSION)$$" || \
 		$(TOOLS)/bin/pip install -q openapi-spec-validator==$(OPENAPI_SPEC_VALIDATOR_VERSION)
+	@$(TOOLS)/bin/pip show opentelemetry-proto 2>/dev/null | grep -q "^Version: $(OPENTELEMETRY_PROTO_VERSION)$$" || \
+		$(TOOLS)/bin/pip install -q opentelemetry-proto==$(OPENTELEMETRY_PROTO_VERSION)
 
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
@@ -128,6 +131,7 @@ test: test-deps
 	Tests/cli/relay.sh $(DEBUG_BIN)
 	Tests/cli/tenants.sh $(DEBUG_BIN)
 	Tests/cli/prometheus.sh $(DEBUG_BIN)
+	Tests/cli/traces.sh $(DEBUG_BIN)
 	Tests/cli/deploy-check.sh
 	Tests/cli/kubernetes.sh $(DEBUG_BIN)
 	# What ships is the release build: the command-line and batch checks run against it too.

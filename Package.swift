@@ -35,6 +35,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // Reloading: the tenants file is read through its ReloadingFileProvider.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "Reloading"]),
+        // Traces: the API the doors and the enrichment make spans with (Hummingbird's too), and
+        // swift-otel, which exports them over OTLP/HTTP when the OTEL_* variables ask for it
+        // (attache-serve only; no gRPC: its trait would build grpc-swift for nothing).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // The tenants file's YAML, with the line of every node (errors name it).
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         // FilePath, which swift-configuration's file providers take.
@@ -142,6 +147,7 @@ let package = Package(
             dependencies: [
                 "Attache", "AttacheEnrichment", "AttacheTenants",
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -314,6 +320,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 // NIO's thread pool: blocking calls (malloc_trim) off the event loops.
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),

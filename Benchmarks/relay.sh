@@ -13,6 +13,10 @@
 # at both depths, no lower at 100 than at 32; the relay's CPU at most 30 us per request and the
 # upstream's behind it within 1.3x of behind nghttpx; cached enrichment at least 0.25x nghttpx's
 # passthrough rate; one at a time, p99 at most 0.3 ms above nghttpx's; peak RSS at most 64 MB.
+# Then traces: a second relay, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
+# sampled, exported to a local OTLP/HTTP sink that keeps nothing), cached enrichment at m32 beside
+# the untraced relay's (goal: at most 5 % slower). Traces off is the relay measured above: with no
+# OTEL_* variable no tracer exists, and a payload costs one check.
 #   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (D=10 seconds per measure; QUICK=1: 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -105,6 +109,20 @@ for m in 32 100; do
   measure "through attache relay, passthrough, m$m" "$relay_url" "$work/plain.json" "relay$m" "$relay" -c 8 -m "$m"
   measure "through attache relay, enriched (cached), m$m" "$relay_url" "$work/media.json" "enriched$m" "$relay" -c 8 -m "$m"
 done
+sink=$(free_port) traced_port=$(free_port)
+python3 Tests/cli/otlp.py sink "$sink" > "$work/sink.log" 2>&1 &
+pids+=($!)
+OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
+  "$bin" relay --port "$traced_port" --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" \
+  --allow-address 127.0.0.1/32 --media-dir "$work/media" --public-base-url https://cdn.example.com/m > "$work/traced.log" 2>&1 &
+traced=$!
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$work/traced.log" 2>/dev/null && break; sleep 0.05; done
+traced_url="http://127.0.0.1:$traced_port/3/device/abc"
+curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "$traced_url"
+measure "through attache relay, enriched (cached), m32" "$relay_url" "$work/media.json" untraced32 "$relay" -c 8 -m 32
+measure "… the same, traces on (every span exported)" "$traced_url" "$work/media.json" traced32 "$traced" -c 8 -m 32
+kill "$traced"
 one=(-c 1 -m 1)
 measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 - "${one[@]}"
 measure "one at a time: through nghttpx" "$proxy_url" "$work/plain.json" proxy1 "$nghttpx" "${one[@]}"
@@ -125,4 +143,6 @@ print(f"relay enriched, media cached / nghttpx passthrough rate: {enriched32[rat
       f"{enriched100[rate] / proxy100[rate]:.2f}x at m100 (goal >= 0.25x)")
 print(f"one at a time, p99 through the relay - through nghttpx: {relay1[p99] - proxy1[p99]:+.2f} ms (goal <= +0.3 ms)")
 print(f"relay peak RSS: {peak / 1024:.0f} MB (goal <= 64 MB)")
+untraced, traced = read("untraced32"), read("traced32")
+print(f"cached enrichment with traces on / off: {traced[rate] / untraced[rate]:.2f}x (goal >= 0.95x)")
 PY

@@ -62,6 +62,8 @@ async def all_outputs(js):
     """Every message ATTACHE_OUT holds, in order (for checks; a sender uses `read`)."""
     info = await js.stream_info("ATTACHE_OUT")
     out = []
+    if info.state.messages == 0:  # an empty stream's first and last are 0: no message to ask for
+        return out
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
         try:
             out.append(await js.get_msg("ATTACHE_OUT", seq))

@@ -5,9 +5,12 @@ public struct JSONLogHandler: LogHandler {
     public let label: String
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
+    /// Metadata of the task the line is logged from (with traces on: the trace and span ids).
+    public var metadataProvider: Logger.MetadataProvider?
 
-    public init(label: String) {
+    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
+        self.metadataProvider = metadataProvider
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -17,7 +20,9 @@ public struct JSONLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         var fields: [(String, String)] = [("level", "\(event.level)"), ("label", label), ("message", "\(event.message)")]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
+        var all = metadata
+        if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }
+        for (key, value) in all.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
             fields.append((key, "\(value)"))
         }
         let line = "{" + fields.map { "\(quote($0.0)):\(quote($0.1))" }.joined(separator: ",") + "}\n"

@@ -32,7 +32,7 @@ struct EnrichController: Sendable {
         // A tenant's rate, concurrency and daily quota are taken before anything is read (with a
         // tenants file, TenantAuth has found the tenant: no request reaches here without one).
         let admission: Admission
-        switch AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics).admit(context.tenant) {
+        switch AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics, door: "service").admit(context.tenant) {
         case .admitted(let admitted): admission = admitted
         case .refused(_, let refusal):
             return ErrorResponse.response(.tooManyRequests, refusal.message,

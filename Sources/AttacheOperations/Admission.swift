@@ -2,6 +2,7 @@ import Attache
 import AttacheEnrichment
 import AttacheTenants
 import Synchronization
+import Tracing
 
 /// Who a payload is enriched for, and under which deadline rule: the one admission the service,
 /// the relay and the worker make before they read a payload. Without a tenants file every payload
@@ -11,11 +12,14 @@ public struct AdmissionGate: Sendable {
     /// The door's deadline rule, before a tenant's own cap.
     public let policy: DeadlinePolicy
     let metrics: EnrichmentMetrics
+    /// service, relay or worker: said on each payload's span.
+    let door: String
 
-    public init(tenants: Tenants?, policy: DeadlinePolicy, metrics: EnrichmentMetrics) {
+    public init(tenants: Tenants?, policy: DeadlinePolicy, metrics: EnrichmentMetrics, door: String) {
         self.tenants = tenants
         self.policy = policy
         self.metrics = metrics
+        self.door = door
     }
 
     public enum Decision: Sendable {
@@ -33,17 +37,28 @@ public struct AdmissionGate: Sendable {
     }
 
     /// `tenant` is whom the door found the payload to be (by token, app or header); with a tenants
-    /// file, nil is a payload of no tenant.
+    /// file, nil is a payload of no tenant. The payload's span, when traces are on, goes under the
+    /// context current here (the door sets it from the request's or message's `traceparent`).
     public func admit(_ tenant: Tenant?) -> Decision {
-        guard let tenants else { return .admitted(Admission(tenant: nil, scope: .unscoped, policy: policy, tenants: nil, metrics: metrics)) }
+        guard let tenants else { return .admitted(Admission(tenant: nil, scope: .unscoped, policy: policy, tenants: nil, gate: self)) }
         guard let tenant else { return .unknownTenant }
         if let refusal = tenants.enter(tenant) {
             metrics.refused(tenant: tenant.name, kind: refusal.kind.rawValue)
             return .refused(tenant, refusal)
         }
         return .admitted(Admission(tenant: tenant, scope: tenants.scope(for: tenant),
-                                   policy: self.policy(for: tenant), tenants: tenants,
-                                   metrics: metrics))
+                                   policy: self.policy(for: tenant), tenants: tenants, gate: self))
+    }
+
+    /// A payload's answer, counted and traced: through its admission when it had one, else (sent
+    /// on unenriched: a tenant past its limits, or none) under no tenant.
+    public func finish(_ emission: Emission, admission: Admission?) {
+        if let admission {
+            admission.finish(emission)
+        } else {
+            metrics.request(emission.report)
+            PayloadTrace.begin()?.end(emission.report, door: door, tenant: nil)
+        }
     }
 }
 
@@ -57,20 +72,26 @@ public final class Admission: Sendable {
     public let policy: DeadlinePolicy
     let tenants: Tenants?
     let metrics: EnrichmentMetrics
+    let door: String
+    /// Nil with traces off.
+    let trace: PayloadTrace?
     private let left = Atomic<Bool>(false)
 
-    init(tenant: Tenant?, scope: EnrichmentScope, policy: DeadlinePolicy, tenants: Tenants?, metrics: EnrichmentMetrics) {
+    init(tenant: Tenant?, scope: EnrichmentScope, policy: DeadlinePolicy, tenants: Tenants?, gate: AdmissionGate) {
         self.tenant = tenant
         self.scope = scope
         self.policy = policy
         self.tenants = tenants
-        self.metrics = metrics
+        metrics = gate.metrics
+        door = gate.door
+        trace = PayloadTrace.begin()
     }
 
     /// The payload's answer: counted (outcome, reason, each attachment's fetch and cache event,
-    /// under the tenant), and the slot given back.
+    /// under the tenant), traced, and the slot given back.
     public func finish(_ emission: Emission) {
         metrics.request(emission.report, tenant: tenant?.name)
+        trace?.end(emission.report, door: door, tenant: tenant?.name)
         leave()
     }
 

@@ -111,8 +111,12 @@ public struct QueueWorker: Service {
                     for message in messages {
                         started += 1
                         group.addTask {
-                            await handle(message, connection: connection, publishers: publishers,
-                                         stopping: { progress.stopping.load(ordering: .relaxed) })
+                            // With traces on, the payload's span goes under the publisher's
+                            // context, from the message's headers (`traceparent`).
+                            await PayloadTrace.within(contextFrom: { message.header($0) }) {
+                                await handle(message, connection: connection, publishers: publishers,
+                                             stopping: { progress.stopping.load(ordering: .relaxed) })
+                            }
                             progress.finished.add(1, ordering: .releasing)
                             completed.yield()
                         }
@@ -161,7 +165,7 @@ public struct QueueWorker: Service {
         // Never past what the ack wait leaves for the publish: a message still being enriched when
         // the stream delivers it again would be done twice.
         let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy.capped(at: configuration.longestBudget),
-                                 metrics: metrics)
+                                 metrics: metrics, door: "worker")
         var admission: Admission?, passReason: Reason?
         switch gate.admit(message.header(Self.tenantHeader).flatMap { tenants?.tenant(named: $0) }) {
         case .admitted(let admitted): admission = admitted
@@ -198,15 +202,17 @@ public struct QueueWorker: Service {
                 await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, budget: remaining, scope: scope),
                                           of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
-            if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
+            gate.finish(emission, admission: admission)
             (out, outcome) = (emission.bytes, emission.outcomeHeader)
         } catch {
             // Not a JSON object: it goes on as it came, once, never back to the stream.
             metrics.request(outcome: .fallback, reason: .invalidPayload)
             (out, outcome) = (bytes, Emission.outcomeHeader(.fallback, .invalidPayload))
         }
+        // The publisher's trace context goes on with the payload, for whoever sends it.
+        let traceContext = ["traceparent", "tracestate"].compactMap { name in message.header(name).map { (name, $0) } }
         let headers = [(Emission.outcomeHeaderName, outcome), ("Attache-Source-Id", sourceID), ("Nats-Msg-Id", sourceID),
-                       (DeadlinePolicy.header, String(Int(budget.milliseconds)))]
+                       (DeadlinePolicy.header, String(Int(budget.milliseconds)))] + traceContext
         let c = configuration
         do {
             let duplicate = try await publishers.run { _ in

@@ -136,18 +136,28 @@ struct RelayController: Sendable {
     /// instead of going round again until the upstream timeout.
     let hop = "attache-" + String(UInt64.random(in: .min ... .max), radix: 16)
 
+    var gate: AdmissionGate {
+        AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics, door: "relay")
+    }
+
     /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
     /// upstream's answer passed back. A request that needs no task (`relayAtOnce`) takes that way.
     func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
         if let answer = relayAtOnce(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
             return await Self.settled(answer, provider: provider, request: request)
         }
+        // With traces on, the payload's span goes under the client's `traceparent` (which is
+        // forwarded upstream as it came, like every other header).
+        return await PayloadTrace.within(contextFrom: { request.field($0) }) { await relayInTask(request, provider: provider, app: app) }
+    }
+
+    private func relayInTask(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
         let gated = isGated(request.body, provider: provider)
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them). Only
         // a request to enrich enters its tenant's limits: they bound media work, which a
         // passthrough has none of.
-        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
+        let gate = self.gate
         let tenant = app.flatMap { tenants?.tenant(app: $0) }
         var admission: Admission?, passReason: Reason?
         if gated {
@@ -182,7 +192,7 @@ struct RelayController: Sendable {
             return loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request))
         }
         guard !isGated(request.body, provider: provider), provider == .apns || credentials.fcm == nil else { return nil }
-        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics)
+        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics, door: "relay")
         let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.field(RelayAnswer.deadline))
         let (body, outcome) = passedThrough(request.body)
         let authorization: String?
@@ -268,7 +278,7 @@ struct RelayController: Sendable {
         do {
             let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", budget: budget, logger: logger,
                                                        scope: admission?.scope ?? .unscoped)
-            if let admission { admission.finish(emission) } else { metrics.request(emission.report) }
+            gate.finish(emission, admission: admission)
             return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
         } catch {
             // Not a JSON object: Apple or Google says what is wrong with it, as they would.

@@ -88,7 +88,7 @@ struct LabCommand: LongRunningCommand {
 
     private func lab() async throws {
         var setup = try await setUp()
-        _ = bootstrapProcess(logFormat: setup.logFormat)
+        _ = try bootstrapProcess(logFormat: setup.logFormat, tracing: false)
         let logger = Logger(label: "attache.lab")
         if setup.storeSettingsIgnored {
             logger.notice("the lab keeps what it makes in a temporary directory of its own: the store and public base URL settings are not used")

@@ -173,13 +173,14 @@ struct RelayCommand: LongRunningCommand {
 
     private func relay() async throws {
         let setup = try await setUp()
-        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let observed = try bootstrapProcess(logFormat: setup.logFormat)
+        let registry = observed.registry
         let logger = Logger(label: "attache.relay")
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         let relay = setup.relay
         let forwarder = try Forwarder(configuration: relay)
         defer { forwarder.shutdown() }
-        var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
+        var services: [any Service] = observed.services + [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
         // Said once the socket is bound: a port in use is then the one line that fails the start.
         let started: Logger.Metadata = [
             "attache.address": "\(setup.relay.host):\(setup.relay.port)", "attache.tls": "\(setup.relay.tls == nil ? "off" : "on")",

@@ -93,9 +93,11 @@ struct ServeCommand: LongRunningCommand {
 
     private func serve() async throws {
         let setup = try await setUp()
-        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let observed = try bootstrapProcess(logFormat: setup.logFormat)
+        let registry = observed.registry
         let logger = Logger(label: "attache.server")
-        let server = setup.server
+        var server = setup.server
+        server.traced = observed.tracing != nil
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")
@@ -107,22 +109,10 @@ struct ServeCommand: LongRunningCommand {
         // The enrichment is listed first so that it is stopped last, after the server has
         // answered what it was answering.
         let group = ServiceGroup(configuration: .init(
-            services: [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? []) + [app],
+            services: observed.services + [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? []) + [app],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         ))
         try await listening(on: ["\(server.host):\(server.port)"]) { try await group.run() }
         logger.info("attache serve stopped")
     }
-}
-
-/// What the service and the worker set up first: logging, the allocator, Prometheus.
-func bootstrapProcess(logFormat: LogFormat) -> PrometheusCollectorRegistry {
-    bootstrapLogging(level: .info, json: logFormat == .json)
-    // Large buffers (bodies, decoded frames) always from mmap, returned to the system when
-    // freed: glibc would otherwise raise its threshold after the first frees and keep them in
-    // per-thread heaps, which under 64 concurrent 9 MP enrichments left RSS at 330 MB, not 270.
-    _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
-    let registry = PrometheusCollectorRegistry()
-    MetricsSystem.bootstrap(PrometheusMetricsFactory.attache(registry: registry))
-    return registry
 }

@@ -133,7 +133,8 @@ struct WorkerCommand: LongRunningCommand {
 
     private func work() async throws {
         let setup = try await setUp()
-        let registry = bootstrapProcess(logFormat: setup.logFormat)
+        let observed = try bootstrapProcess(logFormat: setup.logFormat)
+        let registry = observed.registry
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue
         if setup.options.runtime.budget > queue.longestBudget {
@@ -144,7 +145,7 @@ struct WorkerCommand: LongRunningCommand {
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         let state = WorkerState()
-        var services: [any Service] = [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
+        var services: [any Service] = observed.services + [EnrichmentService(enrichment)] + (tenants.map { [$0] } ?? [])
         services.append(QueueWorker(configuration: queue, enrichment: enrichment, tenants: tenants?.tenants, state: state, logger: logger))
         if let probe = setup.probe {
             services.append(buildProbeApplication(host: probe.host, port: probe.port,

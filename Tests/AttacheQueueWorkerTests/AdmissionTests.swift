@@ -9,7 +9,7 @@ import Testing
     func gate(concurrency: Int) throws -> (AdmissionGate, Tenant, Tenants) {
         let tenant = Tenant(name: "acme", tokenHashes: [], concurrency: concurrency)
         let tenants = try Tenants([tenant], makeScope: { _ in .unscoped })
-        return (AdmissionGate(tenants: tenants, policy: .service, metrics: EnrichmentMetrics()), tenant, tenants)
+        return (AdmissionGate(tenants: tenants, policy: .service, metrics: EnrichmentMetrics(), door: "service"), tenant, tenants)
     }
 
     @Test func theSlotIsGivenBackOnceWhateverEndsIt() throws {

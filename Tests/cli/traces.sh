@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# OpenTelemetry traces against a real OTLP/HTTP receiver (Tests/cli/otlp.py, which decodes what
+# arrives with the opentelemetry-proto package, make test-deps): a payload enriched through the
+# service, the relay and the worker, each with the caller's `traceparent` (an HTTP header, or the
+# JetStream message's header), exports the span tree under the caller's span — the payload, its
+# attachment (URL without its query), the stages — with the standard OTEL_* variables only. The
+# worker's output message carries the publisher's context on; the logs carry the trace id; and
+# with no OTEL_* variable, nothing is exported.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/nats.sh"
+python=${ATTACHE_PYTHON:-.build/tools/bin/python}
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+"$python" -c 'import opentelemetry.proto, nats' 2>/dev/null || { echo "FAIL: no opentelemetry-proto or nats-py in $python: run make test-deps"; exit 1; }
+
+start_origin; pids+=("$origin")
+oport=$(free_port)
+"$python" Tests/cli/otlp.py serve "$oport" "$tmp/spans.jsonl" > "$tmp/otlp.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$tmp/otlp.log" 2>/dev/null && break; sleep 0.05; done
+touch "$tmp/spans.jsonl"
+# The standard variables, as a deployment sets them; a short export delay so the test waits less.
+otel=(env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$oport" OTEL_BSP_SCHEDULE_DELAY=100)
+payload="{\"aps\":{\"alert\":\"x\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?token=secret\"}"
+# A caller's context: a trace id and its span id, fresh for each door.
+traceparent() { printf '00-%s-%s-01' "$(openssl rand -hex 16)" "$(openssl rand -hex 8)"; }
+trace_of() { echo "$1" | cut -d- -f2; }
+span_of() { echo "$1" | cut -d- -f3; }
+# Waits until a span of the trace is exported, then checks the tree.
+tree() {  # door traceparent
+  for _ in $(seq 100); do grep -q "\"trace\": \"$(trace_of "$2")\".*attache.enrich" "$tmp/spans.jsonl" && break; sleep 0.1; done
+  sleep 0.3  # the rest of the batch
+  "$python" Tests/cli/otlp.py tree "$tmp/spans.jsonl" "$(trace_of "$2")" "$(span_of "$2")" "$1" > "$tmp/tree-$1.out" 2>&1
+}
+
+# The service.
+sport=$(free_port)
+"${otel[@]}" "$bin" serve --port "$sport" --allow-address 127.0.0.1/32 --media-dir "$tmp/media" --log-format json \
+  > "$tmp/serve.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
+tp=$(traceparent)
+curl -s -o /dev/null -H "traceparent: $tp" --data-binary "$payload" "http://127.0.0.1:$sport/v1/enrich"
+tree service "$tp"
+check "the service: the payload's span tree under the caller's ($(cat "$tmp/tree-service.out"))" "[ \$? = 0 ] && grep -q '^service:' $tmp/tree-service.out"
+# A failed attachment is logged with the request's trace id.
+curl -s -o /dev/null -H "traceparent: $tp" --data-binary '{"aps":{"alert":"x","mutable-content":1},"image-url":"http://127.0.0.1:'"$port"'/missing.jpg"}' \
+  "http://127.0.0.1:$sport/v1/enrich"
+for _ in $(seq 30); do grep -q "missing.jpg" "$tmp/serve.log" && break; sleep 0.1; done
+check "… and a failed attachment's log line carries the trace id" "grep 'missing.jpg' $tmp/serve.log | grep -q '$(trace_of "$tp")'"
+
+# The relay, in front of a double of Apple's API.
+uport=$(free_port) rport=$(free_port)
+"$python" Tests/cli/providers.py upstream "$uport" "$tmp/upstream.jsonl" > "$tmp/upstream.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$tmp/upstream.log" 2>/dev/null && break; sleep 0.05; done
+"${otel[@]}" "$bin" relay --port "$rport" --apns-upstream "http://127.0.0.1:$uport" --allow-address 127.0.0.1/32 \
+  --media-dir "$tmp/relay-media" > "$tmp/relay.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$tmp/relay.log" 2>/dev/null && break; sleep 0.05; done
+tp=$(traceparent)
+code=$(curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge -H "traceparent: $tp" -H 'apns-topic: com.example.app' \
+  -H 'authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln' --data-binary "$payload" "http://127.0.0.1:$rport/3/device/abc")
+tree relay "$tp"
+check "the relay (answered $code): the payload's span tree under the client's ($(cat "$tmp/tree-relay.out"))" "[ $code = 200 ] && grep -q '^relay:' $tmp/tree-relay.out"
+check "… and the traceparent went on upstream as it came" "grep -q '$tp' $tmp/upstream.jsonl"
+
+# The worker, the publisher's context in the message's headers.
+start_nats "$tmp" || { echo "FAIL: no nats-server"; exit 1; }
+pids+=("$nats_pid")
+"${otel[@]}" "$bin" worker --nats "$nats" --allow-address 127.0.0.1/32 --media-dir "$tmp/worker-media" > "$tmp/worker.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q "worker consuming" "$tmp/worker.log" && break; sleep 0.1; done  # its streams made
+tp=$(traceparent)
+"$python" - "$nats" "$tp" "$payload" > "$tmp/worker.out" 2>&1 <<'PY'
+import asyncio, json, os, sys
+import nats
+sys.path.insert(0, "Samples/queue")
+from pipeline import ensure_input_stream, outputs_of
+
+async def main(url, traceparent, payload):
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await ensure_input_stream(js)
+    await js.publish("attache.in", payload.encode(), headers={"Nats-Msg-Id": "traced-1", "traceparent": traceparent})
+    print(json.dumps((await outputs_of(js, "traced-", 1)).get("traced-1", {})))
+    await nc.close()
+
+asyncio.run(main(*sys.argv[1:]))
+PY
+tree worker "$tp"
+check "the worker: the payload's span tree under the publisher's ($(cat "$tmp/tree-worker.out"))" "grep -q '^worker:' $tmp/tree-worker.out"
+check "… and its output message carries the publisher's traceparent on" "grep -q '\"traceparent\": \"$tp\"' $tmp/worker.out"
+
+# Off unless asked: a service with no OTEL_* variable exports nothing.
+before=$(wc -l < "$tmp/spans.jsonl")
+qport=$(free_port)
+"$bin" serve --port "$qport" --allow-address 127.0.0.1/32 --media-dir "$tmp/media-quiet" > "$tmp/quiet.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$qport/healthz" && break; sleep 0.1; done
+tp=$(traceparent)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "traceparent: $tp" --data-binary "$payload" "http://127.0.0.1:$qport/v1/enrich")
+sleep 1
+check "with no OTEL_* variable nothing is exported (answered $code)" "[ $code = 200 ] && ! grep -q '$(trace_of "$tp")' $tmp/spans.jsonl"
+[ "$failed" = 0 ] || { echo "spans: $(wc -l < "$tmp/spans.jsonl") (before the quiet service: $before)"; cat "$tmp"/tree-*.out; }
+finish traces
