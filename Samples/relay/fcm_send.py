@@ -1,10 +1,12 @@
 """firebase-admin (Python) sending through `attache relay`, as docs/relay.md gives it.
 
-Usage: fcm_send.py RELAY SERVICE_ACCOUNT IMAGE_URL [send|send_each|send_each_async]
+Usage: fcm_send.py RELAY SERVICE_ACCOUNT IMAGE_URL [send|send_each|send_each_async|android]
 
 RELAY is the relay's base URL (https://relay.internal:8443). Trust its CA with the environment:
 REQUESTS_CA_BUNDLE=ca.pem for send and send_each (requests, HTTP/1.1), SSL_CERT_FILE=ca.pem for
 send_each_async (httpx, HTTP/2). Prints each message's name as FCM answered it, or its error.
+`android` sends one Android-only message as Google's own image example writes it (the image in
+android.notification, no APNs part): its image is replaced by the relay's validated copy too.
 """
 import asyncio
 import sys
@@ -32,6 +34,13 @@ def message(device):
 
 if mode == "send":
     print(messaging.send(message("device-1")))
+elif mode == "android":
+    # Android has no extension to gate on: the device downloads whatever URL it is given.
+    print(messaging.send(messaging.Message(
+        fid="android-1",
+        notification=messaging.Notification(title="Weekend sale", body="Up to 40% off"),
+        android=messaging.AndroidConfig(notification=messaging.AndroidNotification(image=image)),
+    )))
 else:
     messages = [message("device-%d" % i) for i in range(1, 4)]
     if mode == "send_each":

@@ -51,13 +51,14 @@ public struct AdmissionGate: Sendable {
     }
 
     /// A payload's answer, counted and traced: through its admission when it had one, else (sent
-    /// on unenriched: a tenant past its limits, or none) under no tenant.
-    public func finish(_ emission: Emission, admission: Admission?) {
+    /// on unenriched: a tenant past its limits, or none) under no tenant. `attributes`: what the
+    /// door adds to the payload's span (the worker: OpenTelemetry's messaging attributes).
+    public func finish(_ emission: Emission, admission: Admission?, attributes: [String: String] = [:]) {
         if let admission {
-            admission.finish(emission)
+            admission.finish(emission, attributes: attributes)
         } else {
             metrics.request(emission.report)
-            PayloadTrace.begin()?.end(emission.report, door: door, tenant: nil)
+            PayloadTrace.begin()?.end(emission.report, door: door, tenant: nil, attributes: attributes)
         }
     }
 }
@@ -89,9 +90,9 @@ public final class Admission: Sendable {
 
     /// The payload's answer: counted (outcome, reason, each attachment's fetch and cache event,
     /// under the tenant), traced, and the slot given back.
-    public func finish(_ emission: Emission) {
+    public func finish(_ emission: Emission, attributes: [String: String] = [:]) {
         metrics.request(emission.report, tenant: tenant?.name)
-        trace?.end(emission.report, door: door, tenant: tenant?.name)
+        trace?.end(emission.report, door: door, tenant: tenant?.name, attributes: attributes)
         leave()
     }
 

@@ -39,8 +39,8 @@ public struct PayloadTrace: Sendable {
     }
 
     /// The span tree of `report`, ending now. `door`: service, relay or worker; `tenant`: whose
-    /// payload it was, with a tenants file.
-    public func end(_ report: EnrichReport, door: String, tenant: String?) {
+    /// payload it was, with a tenants file; `attributes`: the door's own, on the payload's span.
+    public func end(_ report: EnrichReport, door: String, tenant: String?, attributes: [String: String] = [:]) {
         let tracer = InstrumentationSystem.tracer
         let end = DefaultTracerClock.now.nanosecondsSinceEpoch
         // The report's offsets count from when the payload reached the runtime: elapsed before now.
@@ -57,6 +57,7 @@ public struct PayloadTrace: Sendable {
             a["attache.payload_bytes"] = report.payloadBytes
             a["attache.attachments"] = report.attachments.count
             a["attache.tenant"] = tenant
+            for (key, value) in attributes { a[key] = value }
         }
         // A payload that asked for media and went out without it is what an on-call engineer
         // looks for; a passthrough is no failure.

@@ -202,7 +202,10 @@ public struct QueueWorker: Service {
                 await awaitingConversions(try await enrichment.enrich(bytes, identifier: sourceID, budget: remaining, scope: scope),
                                           of: message, identifier: sourceID, scope: scope, stopping: stopping)
             }
-            gate.finish(emission, admission: admission)
+            gate.finish(emission, admission: admission, attributes: [
+                "messaging.system": "nats", "messaging.operation.type": "process",
+                "messaging.destination.name": configuration.inputSubject, "messaging.message.id": sourceID,
+            ])
             (out, outcome) = (emission.bytes, emission.outcomeHeader)
         } catch {
             // Not a JSON object: it goes on as it came, once, never back to the stream.

@@ -107,6 +107,9 @@ def tree(path, trace, parent, door):
     else:
         assert e["parent"] == parent, f"the enrich span's parent is {e['parent']}, not the caller's {parent}"
     assert e["attributes"].get("attache.outcome") == "enriched", f"outcome {e['attributes']}"
+    if door == "worker":
+        assert e["attributes"].get("messaging.system") == "nats" and e["attributes"].get("messaging.destination.name") == "attache.in", \
+            f"the worker's span has no messaging attributes: {e['attributes']}"
     attachments = [s for s in mine if s["parent"] == e["span"] and s["name"] == "attache.attachment"]
     assert len(attachments) == 1, f"expected one attachment span, found {len(attachments)}"
     a = attachments[0]

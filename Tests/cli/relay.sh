@@ -231,6 +231,16 @@ for line in open(sys.argv[1]):
           and m["android"]["notification"]["image"].startswith("https://cdn.example.com/m/"))
 print(n)' "$tmp/fcm.jsonl" 2>&1)
   check "… the FCM double got 7 messages, each enriched for iOS and Android, with firebase-admin's token (got $enriched)" "[ '$enriched' = 7 ]"
+  # Google's own Android image example: no APNs part, no mutable-content, the image set in
+  # android.notification; the device downloads whatever URL it gets, so it gets the validated copy.
+  firebase android > "$tmp/fa-android.out"
+  android=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(json.loads(line)["body"])["message"]
+    if m.get("fid") == "android-1":
+        print(m["android"]["notification"]["image"], "apns" in m)' "$tmp/fcm.jsonl" 2>&1)
+  check "firebase-admin, an Android-only message (Google's image example): its image is the relay's copy ($android)" \
+    "[ \$(names $tmp/fa-android.out) = 1 ] && [[ '$android' == https://cdn.example.com/m/*' False' ]]"
 else
   echo "FAIL: no firebase-admin in $python: run make test-deps"
   failed=$((failed + 1))
