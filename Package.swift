@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "AttacheOperations",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheTenants",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

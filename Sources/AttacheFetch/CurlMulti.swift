@@ -262,6 +262,7 @@ final class CurlTransfer: @unchecked Sendable {
         var scheme: String
         var host: String
         var port: String
+        var path: String
 
         init(_ url: String, base: String? = nil) throws {
             guard !url.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
@@ -290,6 +291,7 @@ final class CurlTransfer: @unchecked Sendable {
             }
             host = part(CURLUPART_HOST)?.lowercased() ?? ""
             port = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)) ?? ""
+            path = part(CURLUPART_PATH) ?? "/"
         }
 
         /// A host outside the allowlist is refused by name, before any lookup or connection.
@@ -743,5 +745,25 @@ final class CurlMulti {
         let d = ContinuousClock.now.duration(to: nearest)
         let ms = Int64(d.milliseconds) + 1
         return Int32(max(0, min(Int64(cap), ms)))
+    }
+}
+
+/// What may be said of a media URL outside the fetch (a trace's span): read as the fetch reads it
+/// (curl's URL parser), with no user information, query or fragment, which may carry a signature.
+public struct URLSummary: Sendable {
+    public let scheme: String
+    /// Without an IPv6 literal's brackets.
+    public let host: String
+    public let port: Int?
+    /// `scheme://host:port/path`.
+    public let withoutQuery: String
+
+    /// Nil for a URL the fetch would refuse to read.
+    public init?(_ url: String) {
+        guard (try? CurlLibrary.load()) != nil, let parsed = try? CurlTransfer.ParsedURL(url) else { return nil }
+        scheme = parsed.scheme
+        host = parsed.host.hasPrefix("[") ? String(parsed.host.dropFirst().dropLast()) : parsed.host
+        port = Int(parsed.port)
+        withoutQuery = "\(parsed.scheme)://\(parsed.host):\(parsed.port)\(parsed.path)"
     }
 }

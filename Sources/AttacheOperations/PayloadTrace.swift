@@ -1,4 +1,5 @@
 import Attache
+import AttacheFetch
 import Tracing
 
 /// One payload's spans, made from its report once it is answered: a span for the payload (its
@@ -95,11 +96,12 @@ public struct PayloadTrace: Sendable {
         a["attache.media.bytes"] = attachment.bytes
         a["http.response.status_code"] = attachment.httpStatus
         a["network.peer.address"] = attachment.connectedIP
-        let url = URLParts(attachment.source)
-        a["url.full"] = url.withoutQuery
-        a["url.scheme"] = url.scheme
-        a["server.address"] = url.host
-        a["server.port"] = url.port
+        if let url = URLSummary(attachment.source) {
+            a["url.full"] = url.withoutQuery
+            a["url.scheme"] = url.scheme
+            a["server.address"] = url.host
+            a["server.port"] = url.port
+        }
     }
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
@@ -110,39 +112,5 @@ public struct PayloadTrace: Sendable {
 private struct FieldExtractor: Extractor {
     func extract(key: String, from carrier: @Sendable (String) -> String?) -> String? {
         carrier(key.lowercased())
-    }
-}
-
-/// What a span may say of a media URL: its query and fragment dropped (they may carry a
-/// signature or a token), and user information too.
-struct URLParts {
-    var scheme: String?, host: String?, port: Int?
-    var withoutQuery: String
-
-    init(_ url: String) {
-        let bare = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            .split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        guard let schemeEnd = bare.range(of: "://") else {
-            withoutQuery = String(bare)
-            return
-        }
-        scheme = String(bare[..<schemeEnd.lowerBound]).lowercased()
-        let rest = bare[schemeEnd.upperBound...]
-        var authority = rest.prefix { $0 != "/" }
-        let path = rest.dropFirst(authority.count)
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        withoutQuery = "\(scheme!)://\(authority)\(path)"
-        // [v6]:port, host:port, host
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            port = after.hasPrefix(":") ? Int(after.dropFirst()) : nil
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = String(authority[..<colon])
-            port = Int(authority[authority.index(after: colon)...])
-        } else {
-            host = String(authority)
-        }
-        if port == nil { port = scheme == "https" ? 443 : scheme == "http" ? 80 : nil }
     }
 }

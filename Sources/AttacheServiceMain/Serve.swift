@@ -9,10 +9,7 @@ import AttacheMedia
 import AttacheOperations
 import AttacheTenants
 import Logging
-import Metrics
-import Prometheus
 import ServiceLifecycle
-internal import CMalloc
 #if canImport(Glibc)
 import Glibc
 #endif

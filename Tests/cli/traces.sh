@@ -20,8 +20,8 @@ oport=$(free_port)
 pids+=($!)
 for _ in $(seq 100); do grep -q listening "$tmp/otlp.log" 2>/dev/null && break; sleep 0.05; done
 touch "$tmp/spans.jsonl"
-# The standard variables, as a deployment sets them; a short export delay so the test waits less.
-otel=(env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$oport" OTEL_BSP_SCHEDULE_DELAY=100)
+# The standard variable, as a deployment sets it, and nothing else (spans leave every 5 s).
+otel=(env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$oport")
 payload="{\"aps\":{\"alert\":\"x\",\"mutable-content\":1},\"image-url\":\"http://127.0.0.1:$port/photo.jpg?token=secret\"}"
 # A caller's context: a trace id and its span id, fresh for each door.
 traceparent() { printf '00-%s-%s-01' "$(openssl rand -hex 16)" "$(openssl rand -hex 8)"; }
@@ -29,7 +29,7 @@ trace_of() { echo "$1" | cut -d- -f2; }
 span_of() { echo "$1" | cut -d- -f3; }
 # Waits until a span of the trace is exported, then checks the tree.
 tree() {  # door traceparent
-  for _ in $(seq 100); do grep -q "\"trace\": \"$(trace_of "$2")\".*attache.enrich" "$tmp/spans.jsonl" && break; sleep 0.1; done
+  for _ in $(seq 200); do grep -q "\"trace\": \"$(trace_of "$2")\".*attache.enrich" "$tmp/spans.jsonl" && break; sleep 0.1; done
   sleep 0.3  # the rest of the batch
   "$python" Tests/cli/otlp.py tree "$tmp/spans.jsonl" "$(trace_of "$2")" "$(span_of "$2")" "$1" > "$tmp/tree-$1.out" 2>&1
 }
@@ -101,7 +101,7 @@ pids+=($!)
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$qport/healthz" && break; sleep 0.1; done
 tp=$(traceparent)
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "traceparent: $tp" --data-binary "$payload" "http://127.0.0.1:$qport/v1/enrich")
-sleep 1
+sleep 6  # past the 5 s a tracing process would take to send it
 check "with no OTEL_* variable nothing is exported (answered $code)" "[ $code = 200 ] && ! grep -q '$(trace_of "$tp")' $tmp/spans.jsonl"
 [ "$failed" = 0 ] || { echo "spans: $(wc -l < "$tmp/spans.jsonl") (before the quiet service: $before)"; cat "$tmp"/tree-*.out; }
 finish traces
