@@ -1,5 +1,6 @@
 import AttachePayload
 import Logging
+import Synchronization
 
 /// What the runtime does when the deadline passes first.
 public enum TimeoutPolicy: String, Sendable, CaseIterable {
@@ -98,38 +99,8 @@ public struct ExtensionRuntime: Sendable {
                                           attachmentsKey: configuration.attachmentsKey, logger: logger)
         let ext = makeExtension()
 
-        enum Race: Sendable {
-            case finished(ExtensionResult)
-            case deadline
-        }
-        let first = await withTaskGroup(of: Race.self) { group -> Race in
-            group.addTask { .finished(await ext.didReceive(request)) }
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return .deadline
-            }
-            let first = await group.next() ?? .deadline
-            if case .deadline = first {
-                // Best attempt is taken before cancelling, while the extension can still answer.
-                let best = ext.serviceExtensionTimeWillExpire()
-                group.cancelAll()
-                // The group waits for the cancelled extension anyway; its final reports say where
-                // each unfinished attachment had got to (what a timeline draws).
-                var reports = best?.attachments ?? []
-                if case .finished(let wound)? = await group.next() {
-                    reports = Self.merge(snapshot: best?.attachments, final: wound.attachments)
-                }
-                guard let best else { return .finished(ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout, attachments: reports)) }
-                return .finished(ExtensionResult(content: best.content, outcome: .fallback, reason: .timeout, attachments: reports))
-            }
-            group.cancelAll()
-            return first
-        }
-
-        switch first {
-        case .deadline:
-            return emit(payload.original, .fallback, .timeout, [], start: start)
-        case .finished(let result) where result.reason == .timeout || result.attachments.contains(where: { $0.reason == .timeout }):
+        let result = await Self.race(ext, request, deadline: deadline)
+        if result.reason == .timeout || result.attachments.contains(where: { $0.reason == .timeout }) {
             // The deadline fired (here, or in a transfer that hit it a moment earlier): the best
             // attempt goes out only when asked for and usable.
             let pending = result.attachments.map { a -> AttachmentReport in
@@ -142,18 +113,48 @@ public struct ExtensionRuntime: Sendable {
                 return emit(encoded, .partial, .timeout, pending, start: start)
             }
             return emit(payload.original, .fallback, .timeout, pending, start: start)
-        case .finished(let result):
-            if result.outcome == .fallback || result.outcome == .passthrough {
-                return emit(payload.original, result.outcome, result.reason, result.attachments, start: start)
-            }
-            if !result.content.attachments.isEmpty && payload.root.contains(configuration.attachmentsKey) {
-                return emit(payload.original, .fallback, .keyConflict, result.attachments, start: start)
-            }
-            guard let encoded = encode(result.content, original: payload) else {
-                return emit(payload.original, .fallback, .payloadTooLarge, result.attachments, start: start)
-            }
-            return emit(encoded, result.outcome, result.reason, result.attachments, start: start)
         }
+        if result.outcome == .fallback || result.outcome == .passthrough {
+            return emit(payload.original, result.outcome, result.reason, result.attachments, start: start)
+        }
+        if !result.content.attachments.isEmpty && payload.root.contains(configuration.attachmentsKey) {
+            return emit(payload.original, .fallback, .keyConflict, result.attachments, start: start)
+        }
+        guard let encoded = encode(result.content, original: payload) else {
+            return emit(payload.original, .fallback, .payloadTooLarge, result.attachments, start: start)
+        }
+        return emit(encoded, result.outcome, result.reason, result.attachments, start: start)
+    }
+
+    /// The extension's result, or at the deadline (or when the caller's task is cancelled) its
+    /// best attempt, taken before it is cancelled, while it can still answer; it is then waited
+    /// for anyway, and its final reports say where each unfinished attachment had got to (what a
+    /// timeline draws). The extension runs in a task of its own, which the deadline cancels; the
+    /// deadline is an entry of the process's one `DeadlineTimer`, not a sleeping task.
+    private static func race(_ ext: any AsyncNotificationServiceExtension, _ request: NotificationRequest,
+                             deadline: ContinuousClock.Instant) async -> ExtensionResult {
+        enum Race { case running, answered, expired(best: ExtensionResult?) }
+        let race = Mutex(Race.running)
+        let work = Task { await ext.didReceive(request) }
+        let expire: @Sendable () -> Void = {
+            // Under the lock, so that an answer arriving meanwhile finds the best attempt taken.
+            let expired = race.withLock { race -> Bool in
+                guard case .running = race else { return false }
+                race = .expired(best: ext.serviceExtensionTimeWillExpire())
+                return true
+            }
+            if expired { work.cancel() }
+        }
+        let timer = DeadlineTimer.shared.schedule(at: deadline, expire)
+        let final = await withTaskCancellationHandler { await work.value } onCancel: { expire() }
+        DeadlineTimer.shared.cancel(timer)
+        let ended = race.withLock { race -> Race in
+            if case .running = race { race = .answered }
+            return race
+        }
+        guard case .expired(let best) = ended else { return final }
+        return ExtensionResult(content: best?.content ?? request.content, outcome: .fallback, reason: .timeout,
+                               attachments: merge(snapshot: best?.attachments, final: final.attachments))
     }
 
     /// Reports after the wind-down, except that what was not attached at the deadline stays a

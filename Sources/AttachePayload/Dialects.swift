@@ -3,8 +3,14 @@
 public struct DialectReader: Sendable {
     /// Keys read as a single media URL each, in this order: top-level names, or JSON Pointers
     /// (`/data/image`) for nested ones.
-    public var genericKeys: [String]
+    public var genericKeys: [String] {
+        didSet { topLevelKeys = Self.topLevelKeys(genericKeys) }
+    }
     public var maxAttachments: Int
+    /// The top-level keys the dialects read (a generic JSON Pointer's first step among them):
+    /// where a repeated key makes a payload ambiguous. Made when the keys are set, not for each
+    /// payload.
+    private(set) var topLevelKeys: Set<String>
 
     /// The spellings payloads written by hand use (tutorials, Apple-focused guides), read unless
     /// turned off.
@@ -14,6 +20,7 @@ public struct DialectReader: Sendable {
     public init(genericKeys: [String] = DialectReader.defaultGenericKeys, maxAttachments: Int = 4) {
         self.genericKeys = genericKeys
         self.maxAttachments = maxAttachments
+        self.topLevelKeys = Self.topLevelKeys(genericKeys)
     }
 
     /// Requests in payload order, one per distinct URL (a URL named twice is fetched once and

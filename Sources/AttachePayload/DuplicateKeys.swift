@@ -5,6 +5,14 @@
 extension JSONObject {
     /// The first key that appears more than once, among `keys` only when given.
     public func firstRepeatedKey(among keys: Set<String>? = nil) -> String? {
+        // Most objects of a payload hold a handful of keys: compared pairwise they need no
+        // hashing, which for each payload's few objects cost more than the rest of this check.
+        if members.count <= 12 {
+            for (i, member) in members.enumerated() where keys?.contains(member.key) ?? true {
+                if members[..<i].contains(where: { $0.key == member.key }) { return member.key }
+            }
+            return nil
+        }
         var seen = Set<String>()
         for member in members where keys?.contains(member.key) ?? true {
             if !seen.insert(member.key).inserted { return member.key }
@@ -40,9 +48,8 @@ extension Payload {
 }
 
 extension DialectReader {
-    /// The top-level keys the dialects read (a generic JSON Pointer's first step among them).
-    var topLevelKeys: Set<String> {
-        Set(Self.vendorTopLevelKeys + Self.namedKeys(in: genericKeys).map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
+    static func topLevelKeys(_ genericKeys: [String]) -> Set<String> {
+        Set(vendorTopLevelKeys + namedKeys(in: genericKeys).map { $0.hasPrefix("/") ? JSONPointer($0)?.tokens.first ?? $0 : $0 })
     }
 
     /// A repeated key where a dialect reads: among its top-level keys, or anywhere inside one.
