@@ -139,9 +139,15 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let observer {
             for (index, media) in mediaRequests.enumerated() { observer(index, AttachmentReport(id: media.id, source: media.url)) }
         }
-        await withTaskGroup(of: Void.self) { group in
-            for (index, media) in mediaRequests.enumerated() {
-                group.addTask { await self.attach(media, index: index, deadline: request.deadline) }
+        if mediaRequests.count == 1 {
+            // Most payloads name one media: attached in this task, with no child task to create
+            // and wait for (which, with the media cached, cost more than the attaching).
+            await attach(mediaRequests[0], index: 0, deadline: request.deadline)
+        } else {
+            await withTaskGroup(of: Void.self) { group in
+                for (index, media) in mediaRequests.enumerated() {
+                    group.addTask { await self.attach(media, index: index, deadline: request.deadline) }
+                }
             }
         }
         return snapshot(final: true) ?? ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout)
