@@ -140,19 +140,33 @@ struct RelayController: Sendable {
         AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics, door: "relay")
     }
 
-    /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
-    /// upstream's answer passed back. A request that needs no task (`relayAtOnce`) takes that way.
-    func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
-        if let answer = relayAtOnce(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
-            return await Self.settled(answer, provider: provider, request: request)
-        }
-        // With traces on, the payload's span goes under the client's `traceparent` (which is
-        // forwarded upstream as it came, like every other header).
-        return await PayloadTrace.within(contextFrom: { request.field($0) }) { await relayInTask(request, provider: provider, app: app) }
+    /// How a whole request the route sends is answered: at once, from the event loop it arrived
+    /// on, or by a task (`relayInTask`), which is told whether the body passed the gate so that
+    /// nothing is read twice.
+    enum Start: Sendable {
+        case answered(EventLoopFuture<RelayAnswer>)
+        case task(gated: Bool)
     }
 
-    private func relayInTask(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
-        let gated = isGated(request.body, provider: provider)
+    /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
+    /// upstream's answer passed back.
+    func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
+        switch start(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
+        case .answered(let answer): await Self.settled(answer, provider: provider, request: request)
+        case .task(let gated): await relayInTask(request, provider: provider, app: app, gated: gated)
+        }
+    }
+
+    /// The task's part of `relay`, for a request `start` did not answer. With traces on, the
+    /// payload's span goes under the client's `traceparent` (which is forwarded upstream as it
+    /// came, like every other header).
+    func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> RelayAnswer {
+        await PayloadTrace.within(contextFrom: { request.field($0) }) {
+            await enrichAndForward(request, provider: provider, app: app, gated: gated)
+        }
+    }
+
+    private func enrichAndForward(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> RelayAnswer {
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them). Only
         // a request to enrich enters its tenant's limits: they bound media work, which a
@@ -183,25 +197,25 @@ struct RelayController: Sendable {
         return await Self.settled(answer, provider: provider, request: request)
     }
 
-    /// The answer to a request that needs neither enrichment nor a credential still to be bought
-    /// — a passthrough, the bulk of a sender's traffic — forwarded from the event loop it arrived
-    /// on, with no task and no hop through the concurrency pool; nil when `relay` must take it.
-    func relayAtOnce(_ request: RelayRequest, provider: Provider, app: String?, on loop: any EventLoop) -> EventLoopFuture<RelayAnswer>? {
+    /// A request that needs neither enrichment nor a credential still to be bought — a
+    /// passthrough, the bulk of a sender's traffic — is forwarded from the event loop it arrived
+    /// on, with no task and no hop through the concurrency pool; any other goes to a task.
+    func start(_ request: RelayRequest, provider: Provider, app: String?, on loop: any EventLoop) -> Start {
         if request.fields.contains(where: { $0.name == "via" && $0.value.contains(hop) }) {
             logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
-            return loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request))
+            return .answered(loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request)))
         }
-        guard !isGated(request.body, provider: provider), provider == .apns || credentials.fcm == nil else { return nil }
-        let gate = AdmissionGate(tenants: tenants, policy: enrichment.deadlinePolicy, metrics: metrics, door: "relay")
+        let gated = isGated(request.body, provider: provider)
+        guard !gated, provider == .apns || credentials.fcm == nil else { return .task(gated: gated) }
         let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.field(RelayAnswer.deadline))
         let (body, outcome) = passedThrough(request.body)
         let authorization: String?
         do {
             authorization = provider == .apns ? try credentials.apns?.authorization() : nil
         } catch {
-            return loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget))
+            return .answered(loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget)))
         }
-        return forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
+        return .answered(forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget))
     }
 
     /// Sends `body` upstream with the client's fields (its authorization replaced by the relay's

@@ -130,11 +130,12 @@ final class RelayStreams: ChannelInboundHandler {
         streams[id] = .answering
         let (controller, loop) = (controller, context.eventLoop)
         let answer: EventLoopFuture<RelayAnswer>
-        if let atOnce = controller.relayAtOnce(request, provider: provider, app: app, on: loop) {
+        switch controller.start(request, provider: provider, app: app, on: loop) {
+        case .answered(let atOnce):
             answer = atOnce
-        } else {
+        case .task(let gated):
             let promise = loop.makePromise(of: RelayAnswer.self)
-            promise.completeWithTask { await controller.relay(request, provider: provider, app: app) }
+            promise.completeWithTask { await controller.relayInTask(request, provider: provider, app: app, gated: gated) }
             answer = promise.futureResult
         }
         let bound = NIOLoopBound(self, eventLoop: loop)
