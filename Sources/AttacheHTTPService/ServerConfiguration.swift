@@ -21,9 +21,6 @@ public struct ServerConfiguration: Sendable {
     public var minimumFreeBytes: Int
     /// Header, body and idle timeouts, and the connection cap.
     public var connections: ConnectionLimits
-    /// Each request gets a server span (Hummingbird's, under its `traceparent`), the parent of its
-    /// payload's; set when a tracer is bootstrapped.
-    public var traced = false
 
     public init(
         host: String = "127.0.0.1",

@@ -15,9 +15,12 @@ import Tracing
 public struct PayloadTrace: Sendable {
     let parent: ServiceContext
 
+    /// Whether a tracer is bootstrapped (the process's `OTEL_*` variables asked for traces).
+    public static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+
     /// Nil when no tracer is bootstrapped.
     public static func begin(in context: ServiceContext? = ServiceContext.current) -> PayloadTrace? {
-        guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
+        guard isOn else { return nil }
         return PayloadTrace(parent: context ?? .topLevel)
     }
 
@@ -25,7 +28,7 @@ public struct PayloadTrace: Sendable {
     /// the bootstrapped propagators read), through `field`, which gives a header's value by its
     /// lower-case name; nil with traces off.
     public static func context(from field: @escaping @Sendable (String) -> String?) -> ServiceContext? {
-        guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
+        guard isOn else { return nil }
         var context = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(field, into: &context, using: FieldExtractor())
         return context

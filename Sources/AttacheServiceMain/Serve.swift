@@ -93,8 +93,7 @@ struct ServeCommand: LongRunningCommand {
         let observed = try bootstrapProcess(logFormat: setup.logFormat)
         let registry = observed.registry
         let logger = Logger(label: "attache.server")
-        var server = setup.server
-        server.traced = observed.tracing != nil
+        let server = setup.server
 
         let (enrichment, tenants) = try await startEnrichment(setup.options, tenantsFile: setup.tenantsFile, logger: logger)
         let auth = tenants.map { "tenants (\($0.tenants.all.count) in \($0.path))" } ?? (server.tokens.isEmpty ? "off" : "bearer")
