@@ -60,7 +60,10 @@ async def read(js, durable="sender"):
 
 async def all_outputs(js):
     """Every message ATTACHE_OUT holds, in order (for checks; a sender uses `read`)."""
-    info = await js.stream_info("ATTACHE_OUT")
+    try:
+        info = await js.stream_info("ATTACHE_OUT")
+    except NotFoundError:  # the worker makes it when it starts: a poller started with it finds none yet
+        return []
     out = []
     if info.state.messages == 0:  # an empty stream's first and last are 0: no message to ask for
         return out

@@ -35,7 +35,9 @@ final class DeadlineTimer: Sendable {
 
     private let state = Mutex(State())
 
-    /// Runs `action` at `instant` (on a task of its own), unless cancelled first.
+    /// Runs `action` at `instant`, unless cancelled first. Actions due together run one after
+    /// another on the timer's task: each must be short (the runtime's takes a best attempt and
+    /// cancels a task).
     func schedule(at instant: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> Entry {
         let (entry, replaced) = state.withLock { s -> (Entry, Task<Void, Never>?) in
             let id = s.nextID
@@ -54,8 +56,8 @@ final class DeadlineTimer: Sendable {
         state.withLock { s in
             s.actions[entry.id] = nil
             // Cancelled entries wait in the heap until they reach its top, up to a deadline's
-            // length: past half of it, they go at once (in linear time, so once per as many
-            // cancellations).
+            // length. When they are over half of it, the heap is rebuilt from the live ones: a
+            // linear pass, paid for by the half a heap of cancellations since the last one.
             if s.heap.count > 1024, s.actions.count < s.heap.count / 2 {
                 let live = s.heap.filter { s.actions[$0.id] != nil }
                 s.heap.removeAll(keepingCapacity: true)
