@@ -26,11 +26,10 @@ final class DeadlineTimer: Sendable {
         var heap: [Pending] = []
         var actions: [UInt64: @Sendable () -> Void] = [:]
         var nextID: UInt64 = 0
-        /// The task sleeping until `wakeAt`; its generation tells a replaced sleeper that woke
-        /// anyway not to start another.
-        var wakeAt: ContinuousClock.Instant?
+        /// The task sleeping until an instant, none when nothing is pending; its generation tells
+        /// a replaced sleeper that woke anyway not to start another.
+        var sleeper: (until: ContinuousClock.Instant, task: Task<Void, Never>)?
         var generation: UInt64 = 0
-        var sleeper: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -44,7 +43,7 @@ final class DeadlineTimer: Sendable {
             s.nextID &+= 1
             s.actions[id] = action
             s.push(Pending(at: instant, id: id))
-            guard s.wakeAt.map({ instant < $0 }) ?? true else { return (Entry(id: id), nil) }
+            guard s.sleeper.map({ instant < $0.until }) ?? true else { return (Entry(id: id), nil) }
             return (Entry(id: id), s.sleep(until: instant, timer: self))
         }
         replaced?.cancel()
@@ -80,7 +79,6 @@ final class DeadlineTimer: Sendable {
                 due.append(action)
             }
             guard s.generation == generation else { return (due, nil) }
-            s.wakeAt = nil
             s.sleeper = nil
             guard let next = s.heap.first else { return (due, nil) }
             return (due, s.sleep(until: next.at, timer: self))
@@ -96,13 +94,12 @@ extension DeadlineTimer.State {
     fileprivate mutating func sleep(until instant: ContinuousClock.Instant, timer: DeadlineTimer) -> Task<Void, Never>? {
         generation &+= 1
         let generation = generation
-        let replaced = sleeper
-        wakeAt = instant
-        sleeper = Task {
+        let replaced = sleeper?.task
+        sleeper = (instant, Task {
             // Cancelled: replaced by a sleeper for an earlier instant.
             guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
             timer.wake(generation: generation)
-        }
+        })
         return replaced
     }
 
