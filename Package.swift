@@ -33,8 +33,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // Reloading: the tenants file is read through its ReloadingFileProvider.
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "Reloading"]),
+        // Every setting is read through its ConfigReader (AttacheCommandLine); Reloading: the
+        // tenants file is read through its ReloadingFileProvider. Not the default JSON trait: its
+        // JSONSnapshot imports Foundation, which `attache` does not load.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["Reloading"]),
         // Traces: the API the doors and the enrichment make spans with (Hummingbird's too), and
         // swift-otel, which exports them over OTLP/HTTP when the OTEL_* variables ask for it
         // (attache-serve only; no gRPC: its trait would build grpc-swift for nothing).
@@ -288,6 +290,7 @@ let package = Package(
             dependencies: [
                 "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheIsolation", "AttacheMedia", "AttachePayload", "AttacheStore", "AttacheSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -344,7 +347,10 @@ let package = Package(
             name: "AttacheCommandLineTests",
             // Attache directly: its types (Enrichment.Configuration) are laid out in these tests, and an
             // incremental build only recompiles them when it sees the dependency.
-            dependencies: ["AttacheCommandLine", "Attache", "AttacheEnrichment", "AttacheFetch", "AttachePayload", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "AttacheCommandLine", "Attache", "AttacheEnrichment", "AttacheFetch", "AttachePayload",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Configuration", package: "swift-configuration"),
+            ]
         ),
         .testTarget(name: "AttacheFetchTests", dependencies: ["AttacheFetch", "AttacheOrigin", "AttacheTesting"]),
         .testTarget(name: "AttacheMediaTests", dependencies: ["AttacheMedia", "AttacheTesting", "AttacheTestTraits"]),

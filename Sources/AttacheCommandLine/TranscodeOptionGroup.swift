@@ -1,58 +1,54 @@
 import ArgumentParser
 import AttacheMedia
+import AttacheSupport
 
-/// How movies and sounds the device does not play are converted: the enriching commands' options
-/// and `attache convert`'s, each also read from an `ATTACHE_*` variable.
-public struct TranscodeOptionGroup: ParsableArguments {
-    @Flag(name: .customLong("no-transcode"), help: "Refuse movies and sounds the device does not play (WebM, MKV, Ogg, FLAC, over the caps) instead of making H.264/AAC MP4 or AAC M4A copies of them [ATTACHE_NO_TRANSCODE].")
+/// How movies and sounds the device does not play are converted: the enriching commands' flags
+/// and `attache convert`'s (read by `TranscodeSettings(reader:)`).
+public struct TranscodeOptionGroup: ParsableArguments, FlagGroup {
+    private static let defaults = TranscodeSettings()
+
+    @Flag(name: .setting(.noTranscode), help: .setting(.noTranscode, "Refuse movies and sounds the device does not play (WebM, MKV, Ogg, FLAC, over the caps) instead of making H.264/AAC MP4 or AAC M4A copies of them"))
     var noTranscode = false
 
-    @Option(help: "Most bytes of a movie made for the device, 50 MB at most (Apple's cap) [ATTACHE_MOVIE_MAX_BYTES, default 50000000].")
+    @Option(name: .setting(.movieMaxBytes), help: .setting(.movieMaxBytes, "Most bytes of a movie made for the device, \(defaults.movieBytes / 1_000_000) MB at most (Apple's cap)", "default \(defaults.movieBytes)"))
     var movieMaxBytes: Int?
 
-    @Option(help: "Most bytes of a sound made for the device, 5 MB at most (Apple's cap) [ATTACHE_SOUND_MAX_BYTES, default 5000000].")
+    @Option(name: .setting(.soundMaxBytes), help: .setting(.soundMaxBytes, "Most bytes of a sound made for the device, \(defaults.soundBytes / 1_000_000) MB at most (Apple's cap)", "default \(defaults.soundBytes)"))
     var soundMaxBytes: Int?
 
-    @Option(help: "When a whole movie or sound cannot fit its most bytes, keep its start, this long: 30s, 1m [ATTACHE_MOVIE_KEEP, default 30s].", transform: parseDuration)
+    @Option(name: .setting(.movieKeep), help: .setting(.movieKeep, "When a whole movie or sound cannot fit its most bytes, keep its start, this long: 30s, 1m", "default \(DurationText.format(.seconds(defaults.keepSeconds)))"),
+            transform: parseDuration)
     var movieKeep: Duration?
 
-    @Option(help: "Longest edge of an encoded movie, in pixels [ATTACHE_MOVIE_EDGE, default 1280].")
+    @Option(name: .setting(.movieEdge), help: .setting(.movieEdge, "Longest edge of an encoded movie, in pixels", "default \(defaults.maxEdge)"))
     var movieEdge: Int?
 
-    @Option(help: "x264's speed preset for encoded movies, ultrafast to veryslow [ATTACHE_TRANSCODE_PRESET, default veryfast].")
+    @Option(name: .setting(.transcodePreset), help: .setting(.transcodePreset, "x264's speed preset for encoded movies, ultrafast to veryslow", "default \(defaults.preset)"))
     var transcodePreset: String?
 
     public init() {}
 
-    /// The settings, flags first, then `settings`; nil with `--no-transcode`.
-    public func settings(_ settings: Settings = Settings()) throws -> TranscodeSettings? {
-        let defaults = TranscodeSettings()
-        var t = defaults
-        t.movieBytes = try settings.int(movieMaxBytes, "ATTACHE_MOVIE_MAX_BYTES", option: "--movie-max-bytes", default: defaults.movieBytes,
-                                        in: 10_000...defaults.movieBytes)
-        t.soundBytes = try settings.int(soundMaxBytes, "ATTACHE_SOUND_MAX_BYTES", option: "--sound-max-bytes", default: defaults.soundBytes,
-                                        in: 10_000...defaults.soundBytes)
-        t.keepSeconds = try settings.duration(movieKeep, "ATTACHE_MOVIE_KEEP", option: "--movie-keep", default: .seconds(defaults.keepSeconds)).seconds
-        t.maxEdge = try settings.int(movieEdge, "ATTACHE_MOVIE_EDGE", option: "--movie-edge", default: defaults.maxEdge, in: 64...3840)
-        t.preset = settings.string(transcodePreset, "ATTACHE_TRANSCODE_PRESET", default: defaults.preset)
-        guard TranscodeSettings.presets.contains(t.preset) else {
-            throw ValidationError("--transcode-preset \(t.preset) is not one of \(TranscodeSettings.presets.joined(separator: ", "))")
-        }
-        return try settings.flag(noTranscode, "ATTACHE_NO_TRANSCODE") ? nil : t
+    public func flags(into flags: inout Flags) {
+        flags.set(.noTranscode, noTranscode)
+        flags.set(.movieMaxBytes, movieMaxBytes)
+        flags.set(.soundMaxBytes, soundMaxBytes)
+        flags.set(.movieKeep, movieKeep)
+        flags.set(.movieEdge, movieEdge)
+        flags.set(.transcodePreset, transcodePreset)
     }
 }
 
 /// How long batch and worker hold a payload whose movie or sound is still being converted at its
 /// deadline: the commands that run conversions to completion.
-public struct ConversionWaitOptionGroup: ParsableArguments {
-    @Option(help: "How long a payload whose movie or sound is still being converted at its deadline waits for the conversion (it then goes out with the movie); 0: it goes out at its deadline with the poster, the conversion going on for the next payload [ATTACHE_CONVERSION_WAIT, default 10m].", transform: parseDuration)
+public struct ConversionWaitOptionGroup: ParsableArguments, FlagGroup {
+    @Option(name: .setting(.conversionWait), help: .setting(.conversionWait, "How long a payload whose movie or sound is still being converted at its deadline waits for the conversion (it then goes out with the movie); 0: it goes out at its deadline with the poster, the conversion going on for the next payload",
+                                                            "default \(DurationText.format(EnrichingDoor.conversionWait))"),
+            transform: parseDuration)
     var conversionWait: Duration?
 
     public init() {}
 
-    /// The wait; nil for 0.
-    public func wait(_ settings: Settings = Settings()) throws -> Duration? {
-        let wait = try settings.duration(conversionWait, "ATTACHE_CONVERSION_WAIT", option: "--conversion-wait", default: .seconds(600), positive: false)
-        return wait > .zero ? wait : nil
+    public func flags(into flags: inout Flags) {
+        flags.set(.conversionWait, conversionWait)
     }
 }

@@ -68,8 +68,7 @@ struct BatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(level: .warning)
-        var options = try enrich.options(storage: storage)
-        options.media.conversionWait = try conversions.wait()
+        var options = try enrich.configuration(storage: storage, door: .batch, more: [conversions])
         // One batch, one cache: a URL named by a thousand payloads is fetched once. Work goes on
         // past its payload's deadline as in the service (warm-through), so that a conversion the
         // payload waits for is not cut off at that deadline.

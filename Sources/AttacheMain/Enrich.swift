@@ -52,7 +52,7 @@ struct EnrichCommand: AsyncParsableCommand {
             printError("attache: \(error)")
             throw ExitCode(2)
         }
-        let options = try enrich.options(storage: storage, defaultIsolation: .inProcess)
+        let options = try enrich.configuration(storage: storage, door: .enrich)
         let runtime = ExtensionRuntime(configuration: options.runtime)
         // Exactly one payload out: whoever claims the emission first — the enrichment, or a
         // SIGTERM/SIGINT that comes before it — writes it.

@@ -21,7 +21,8 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Deadline for the whole run.", transform: parseDuration)
     var deadline: Duration = .seconds(60)
 
-    @Option(help: "Allow connections to this network (CIDR); repeatable.", transform: parseCIDR)
+    @Option(name: [.customLong("allow-address"), .setting(.allowAddresses)],
+            help: .setting(.allowAddresses, "Allow connections to this network (CIDR); repeatable", "comma-separated; the flags replace it"), transform: parseCIDR)
     var allowAddress: [CIDR] = []
 
     @Option(help: "Transfers at once (as curl's --parallel-max); the rest start as these finish.")
@@ -44,8 +45,11 @@ struct FetchCommand: AsyncParsableCommand {
         }
         guard !all.isEmpty else { throw ValidationError("no URLs given") }
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
+        var flags = Flags()
+        flags.set(.allowAddresses, allowAddress)
+        let allowed = try Settings(flags: flags).read { try $0.attache.cidrs(.allowAddresses) }
         let engine = try FetchEngine(
-            configuration: .init(policy: AddressPolicy(allowed: try Settings().cidrs(allowAddress, "ATTACHE_ALLOW_ADDRESSES")),
+            configuration: .init(policy: AddressPolicy(allowed: allowed),
                                  maxConnectionsPerHost: maxConnectionsPerHost,
                                  maxTransfersPerOrigin: maxTransfersPerOrigin),
             logger: Logger(label: "attache.fetch", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -47,7 +47,7 @@ struct TimelineCommand: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(level: .warning)
         let bytes = try readInput(file)
-        let enrichment = try Enrichment(configuration: try enrich.options(storage: storage, defaultIsolation: .inProcess))
+        let enrichment = try Enrichment(configuration: try enrich.configuration(storage: storage, door: .enrich))
         defer { enrichment.shutdown() }
         do {
             if let sweep, let (from, to) = DeadlineSweep.range(sweep) {

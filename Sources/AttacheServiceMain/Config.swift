@@ -29,19 +29,27 @@ struct ConfigCommand: AsyncParsableCommand {
     var arguments: [String] = []
 
     func run() async throws {
-        let record = SettingsRecord()
+        let record: SettingsRecord
         switch command {
-        case .serve: _ = try await ServeCommand.parse(arguments).setUp(recording: record)
-        case .worker: _ = try await WorkerCommand.parse(arguments).setUp(recording: record)
-        case .relay: _ = try await RelayCommand.parse(arguments).setUp(recording: record)
-        case .lab: _ = try await LabCommand.parse(arguments).setUp(recording: record)
+        case .serve: record = try Self.recorded(ServeCommand.parse(arguments))
+        case .worker: record = try Self.recorded(WorkerCommand.parse(arguments))
+        case .relay: record = try Self.recorded(RelayCommand.parse(arguments))
+        case .lab: record = try Self.recorded(LabCommand.parse(arguments))
         case .enrich:
-            // What the one-shot commands read: the environment as they see it (no file).
-            let settings = Settings(ProcessEnvironment(), record: record)
+            // What the one-shot commands read: their flags, then the environment as they see it (no file).
             let flags = try EnrichFlags.parse(arguments)
-            _ = try flags.enrich.options(settings, storage: flags.storage, defaultIsolation: .inProcess)
+            let settings = Settings(flags: Flags([flags.enrich, flags.storage]))
+            _ = try settings.read { try Enrichment.Configuration(settings: $0, door: .enrich) }
+            record = settings.record
         }
         print(record.table())
+    }
+
+    /// What `command` reads, by the code its `run` reads it with.
+    private static func recorded<Command: LongRunningCommand>(_ command: Command) throws -> SettingsRecord {
+        let settings = try command.settings()
+        _ = try settings.read(command.configure)
+        return settings.record
     }
 }
 

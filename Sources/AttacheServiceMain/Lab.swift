@@ -50,6 +50,8 @@ struct LabCommand: LongRunningCommand {
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
+    var flags: Flags { Flags([token, process, enrich]) }
+
     struct Setup {
         var lab: LabConfiguration
         var options: Enrichment.Configuration
@@ -59,13 +61,14 @@ struct LabCommand: LongRunningCommand {
     }
 
     func configure(_ settings: Settings) throws -> Setup {
+        let reader = settings.attache
         var lab = LabConfiguration()
         lab.host = host
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         lab.port = port
-        lab.tokens = token.tokens(settings)
+        lab.tokens = reader.list(.tokens)
         guard lab.isLoopback || !lab.tokens.isEmpty else {
-            throw ValidationError("--host \(host) is not a loopback address: give --token (or ATTACHE_TOKENS) so that only you can run payloads on the lab")
+            throw ValidationError("--host \(host) is not a loopback address: give --token (or \(SettingKey.tokens.variable)) so that only you can run payloads on the lab")
         }
         if let samples {
             guard (try? directoryEntries(samples + "/payloads")) != nil else { throw ValidationError("--samples \(samples) has no payloads/ directory") }
@@ -77,9 +80,9 @@ struct LabCommand: LongRunningCommand {
         guard (1...400).contains(maxSweepCells) else { throw ValidationError("--max-sweep-cells must be between 1 and 400") }
         lab.maxRunsAtOnce = maxRuns
         lab.maxSweepCells = maxSweepCells
-        let options = try enrich.options(settings, storage: nil, defaultBudget: DeadlinePolicy.service.default)
-        let storeSettingsIgnored = ["ATTACHE_STORE", "ATTACHE_MEDIA_DIR", "ATTACHE_PUBLIC_BASE_URL"].contains { settings.source.value(of: $0) != nil }
-        return Setup(lab: lab, options: options, logFormat: try process.format(settings), storeSettingsIgnored: storeSettingsIgnored)
+        let options = try Enrichment.Configuration(settings: settings, door: .lab)
+        let storeSettingsIgnored = [SettingKey.store, .mediaDir, .publicBaseURL].contains(where: settings.isGiven)
+        return Setup(lab: lab, options: options, logFormat: try LogFormat(reader: reader), storeSettingsIgnored: storeSettingsIgnored)
     }
 
     func run() async throws {
@@ -87,7 +90,7 @@ struct LabCommand: LongRunningCommand {
     }
 
     private func lab() async throws {
-        var setup = try await setUp()
+        var setup = try setUp()
         _ = try bootstrapProcess(logFormat: setup.logFormat, tracing: false)
         let logger = Logger(label: "attache.lab")
         if setup.storeSettingsIgnored {

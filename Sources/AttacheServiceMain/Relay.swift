@@ -7,6 +7,7 @@ import AttacheOperations
 import AttacheRelay
 import AttacheSupport
 import AttacheTenants
+import Configuration
 import Logging
 import ServiceLifecycle
 
@@ -34,50 +35,53 @@ struct RelayCommand: LongRunningCommand {
 
     @OptionGroup var host: HostOptionGroup
 
-    @Option(help: "Port [ATTACHE_PORT, default 8443].")
+    @Option(name: .setting(.port), help: .setting(.port, "Port", "default \(RelayConfiguration().port)"))
     var port: Int?
 
-    @Option(help: "The relay's certificate chain, PEM: TLS with ALPN h2 and http/1.1 [ATTACHE_TLS_CERTIFICATE].")
+    @Option(name: .setting(.tlsCertificate), help: .setting(.tlsCertificate, "The relay's certificate chain, PEM: TLS with ALPN h2 and http/1.1"))
     var tlsCertificate: String?
 
-    @Option(help: "The key of that certificate, PEM [ATTACHE_TLS_KEY].")
+    @Option(name: .setting(.tlsKey), help: .setting(.tlsKey, "The key of that certificate, PEM"))
     var tlsKey: String?
 
-    @Option(help: "Where APNs requests go: a URL, or production or sandbox for Apple's hosts [ATTACHE_APNS_UPSTREAM, default production].")
+    @Option(name: .setting(.apnsUpstream), help: .setting(.apnsUpstream, "Where APNs requests go: a URL, or production or sandbox for Apple's hosts", "default production"))
     var apnsUpstream: String?
 
-    @Option(help: "Where FCM requests go [ATTACHE_FCM_UPSTREAM, default https://fcm.googleapis.com].")
+    @Option(name: .setting(.fcmUpstream), help: .setting(.fcmUpstream, "Where FCM requests go", "default \(RelayConfiguration.fcm)"))
     var fcmUpstream: String?
 
-    @Option(help: "How long the upstream has to answer a forwarded request [ATTACHE_UPSTREAM_TIMEOUT, default 10s].", transform: parseDuration)
+    @Option(name: .setting(.upstreamTimeout), help: .setting(.upstreamTimeout, "How long the upstream has to answer a forwarded request",
+                                                             "default \(DurationText.format(RelayConfiguration().upstreamTimeout))"),
+            transform: parseDuration)
     var upstreamTimeout: Duration?
 
     @OptionGroup var idle: IdleTimeoutOptionGroup
 
     @OptionGroup var connections: ConnectionOptionGroup
 
-    @Option(help: "Connections open at once from one client address; past that, new ones are closed [ATTACHE_MAX_CONNECTIONS_PER_ADDRESS, default 256].")
+    @Option(name: .setting(.maxConnectionsPerAddress), help: .setting(.maxConnectionsPerAddress, "Connections open at once from one client address; past that, new ones are closed",
+                                                                      "default \(RelayConfiguration().maxConnectionsPerAddress)"))
     var maxConnectionsPerAddress: Int?
 
-    @Option(help: "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double [ATTACHE_UPSTREAM_CA].")
-    var upstreamCa: String?
+    @Option(name: .setting(.upstreamCA), help: .setting(.upstreamCA, "Certificate authorities (PEM) to trust for the upstreams instead of the system's: a private upstream or a double"))
+    var upstreamCA: String?
 
-    @Option(help: "Certificate-based APNs authentication: the provider's client certificate (PEM), presented to Apple on every APNs connection; with --apns-certificate-key [ATTACHE_APNS_CERTIFICATE].")
+    @Option(name: .setting(.apnsCertificate), help: .setting(.apnsCertificate, "Certificate-based APNs authentication: the provider's client certificate (PEM), presented to Apple on every APNs connection; with --apns-certificate-key"))
     var apnsCertificate: String?
 
-    @Option(help: "The key of that certificate, PEM (openssl pkcs12 -nodes turns Apple's .p12 into both) [ATTACHE_APNS_CERTIFICATE_KEY].")
+    @Option(name: .setting(.apnsCertificateKey), help: .setting(.apnsCertificateKey, "The key of that certificate, PEM (openssl pkcs12 -nodes turns Apple's .p12 into both)"))
     var apnsCertificateKey: String?
 
-    @Option(help: "The team's APNs signing key (.p8): the relay signs its own provider tokens and sends them instead of the client's authorization; with --apns-key-id and --apns-team-id [ATTACHE_APNS_KEY].")
+    @Option(name: .setting(.apnsKey), help: .setting(.apnsKey, "The team's APNs signing key (.p8): the relay signs its own provider tokens and sends them instead of the client's authorization; with --apns-key-id and --apns-team-id"))
     var apnsKey: String?
 
-    @Option(help: "The key's id, from Apple's developer account [ATTACHE_APNS_KEY_ID].")
-    var apnsKeyId: String?
+    @Option(name: .setting(.apnsKeyID), help: .setting(.apnsKeyID, "The key's id, from Apple's developer account"))
+    var apnsKeyID: String?
 
-    @Option(help: "The team id [ATTACHE_APNS_TEAM_ID].")
-    var apnsTeamId: String?
+    @Option(name: .setting(.apnsTeamID), help: .setting(.apnsTeamID, "The team id"))
+    var apnsTeamID: String?
 
-    @Option(help: "A Google service account's key (JSON, from the Firebase console): the relay buys OAuth tokens with it and sends them to FCM instead of the client's authorization [ATTACHE_FCM_SERVICE_ACCOUNT].")
+    @Option(name: .setting(.fcmServiceAccount), help: .setting(.fcmServiceAccount, "A Google service account's key (JSON, from the Firebase console): the relay buys OAuth tokens with it and sends them to FCM instead of the client's authorization"))
     var fcmServiceAccount: String?
 
     @OptionGroup var metrics: MetricsPortOptionGroup
@@ -92,6 +96,27 @@ struct RelayCommand: LongRunningCommand {
 
     @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
 
+    var flags: Flags {
+        Flags([host, idle, connections, metrics, tenants, process, cache, enrich, storage]) { flags in
+            flags.set(.port, port)
+            flags.set(.tlsCertificate, tlsCertificate)
+            flags.set(.tlsKey, tlsKey)
+            flags.set(.apnsUpstream, apnsUpstream)
+            flags.set(.fcmUpstream, fcmUpstream)
+            flags.set(.upstreamTimeout, upstreamTimeout)
+            flags.set(.maxConnectionsPerAddress, maxConnectionsPerAddress)
+            flags.set(.upstreamCA, upstreamCA)
+            flags.set(.apnsCertificate, apnsCertificate)
+            flags.set(.apnsCertificateKey, apnsCertificateKey)
+            flags.set(.apnsKey, apnsKey)
+            flags.set(.apnsKeyID, apnsKeyID)
+            flags.set(.apnsTeamID, apnsTeamID)
+            flags.set(.fcmServiceAccount, fcmServiceAccount)
+        }
+    }
+
+    /// What the relay runs with. The provider credentials are live (a signing key, a token
+    /// buyer), made from the settings beside the configuration, not held in it.
     struct Setup {
         var relay: RelayConfiguration
         var credentials: ProviderCredentials
@@ -102,69 +127,14 @@ struct RelayCommand: LongRunningCommand {
     }
 
     func configure(_ settings: Settings) throws -> Setup {
-        let logFormat = try process.format(settings)
-        var relay = RelayConfiguration()
-        relay.host = host.host(settings)
-        relay.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: relay.port, in: 0...65535)
-        let certificate = settings.string(tlsCertificate, "ATTACHE_TLS_CERTIFICATE")
-        let key = settings.string(tlsKey, "ATTACHE_TLS_KEY")
-        switch (certificate, key) {
-        case (let certificate?, let key?): relay.tls = .init(certificatePath: certificate, keyPath: key)
-        case (nil, nil): relay.tls = nil
-        default: throw ValidationError("--tls-certificate and --tls-key go together: give both, or neither for clear text")
-        }
-        let apns = settings.string(apnsUpstream, "ATTACHE_APNS_UPSTREAM", default: "production")
-        relay.apnsUpstream = ["production": RelayConfiguration.apnsProduction, "sandbox": RelayConfiguration.apnsSandbox][apns] ?? apns
-        relay.fcmUpstream = settings.string(fcmUpstream, "ATTACHE_FCM_UPSTREAM", default: relay.fcmUpstream)
-        for url in [relay.apnsUpstream, relay.fcmUpstream] where !RelayConfiguration.isUpstreamURL(url) {
-            throw ValidationError("an upstream is an http(s) URL with a host, or production or sandbox for APNs: not \(url)")
-        }
-        for url in [relay.apnsUpstream, relay.fcmUpstream] where relay.isOwnListener(url) {
-            throw ValidationError("the upstream \(url) is this relay's own listener (port \(relay.port)): it would forward to itself")
-        }
-        relay.upstreamTimeout = try settings.duration(upstreamTimeout, "ATTACHE_UPSTREAM_TIMEOUT", option: "--upstream-timeout",
-                                                      default: relay.upstreamTimeout)
-        let idleTimeout = try idle.timeout(settings, default: .seconds(300))
-        relay.idleTimeout = idleTimeout > .zero ? idleTimeout : nil
-        try connections.read(settings, into: &relay.connections)
-        relay.maxConnectionsPerAddress = try settings.int(maxConnectionsPerAddress, "ATTACHE_MAX_CONNECTIONS_PER_ADDRESS",
-                                                          option: "--max-connections-per-address",
-                                                          default: relay.maxConnectionsPerAddress, in: 1...1_000_000)
-        relay.upstreamCA = settings.string(upstreamCa, "ATTACHE_UPSTREAM_CA")
-        switch (settings.string(apnsCertificate, "ATTACHE_APNS_CERTIFICATE"), settings.string(apnsCertificateKey, "ATTACHE_APNS_CERTIFICATE_KEY")) {
-        case (let certificate?, let key?): relay.apnsCertificate = .init(certificatePath: certificate, keyPath: key)
-        case (nil, nil): relay.apnsCertificate = nil
-        default: throw ValidationError("--apns-certificate and --apns-certificate-key go together")
-        }
-        var credentials = ProviderCredentials()
-        let keyPath = settings.string(apnsKey, "ATTACHE_APNS_KEY")
-        let keyID = settings.string(apnsKeyId, "ATTACHE_APNS_KEY_ID")
-        let teamID = settings.string(apnsTeamId, "ATTACHE_APNS_TEAM_ID")
-        switch (keyPath, keyID, teamID) {
-        case (let path?, let keyID?, let teamID?):
-            guard let pem = try? readFile(path) else { throw ValidationError("--apns-key \(path) cannot be read") }
-            do {
-                credentials.apns = try ProviderToken(keyPEM: String(decoding: pem, as: UTF8.self), keyID: keyID, teamID: teamID)
-            } catch {
-                throw ValidationError("--apns-key \(path) is not a P-256 private key in PEM (an APNs .p8 file)")
-            }
-        case (nil, nil, nil):
-            break
-        default:
-            throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
-        }
-        if let path = settings.string(fcmServiceAccount, "ATTACHE_FCM_SERVICE_ACCOUNT") {
-            guard let json = try? readFile(path) else { throw ValidationError("--fcm-service-account \(path) cannot be read") }
-            do {
-                credentials.fcm = try ServiceAccountToken(json: json, caFile: relay.upstreamCA)
-            } catch let error as ServiceAccountToken.Invalid {
-                throw ValidationError("--fcm-service-account \(path): \(error)")
-            }
-        }
-        let metricsPort = try metrics.port(settings)
-        var options = try enrich.options(settings, storage: storage, defaultBudget: DeadlinePolicy.service.default)
-        options.cache = try cache.configuration(settings)
-        return Setup(relay: relay, credentials: credentials, options: options, logFormat: logFormat, metricsPort: metricsPort, tenantsFile: tenants.path(settings))
+        let reader = settings.attache
+        let logFormat = try LogFormat(reader: reader)
+        let relay = try RelayConfiguration(reader: reader)
+        let credentials = try ProviderCredentials(reader: reader, caFile: relay.upstreamCA)
+        let metricsPort = try reader.int(.metricsPort, in: 1...65535)
+        let options = try Enrichment.Configuration(settings: settings, door: .service)
+        return Setup(relay: relay, credentials: credentials, options: options, logFormat: logFormat, metricsPort: metricsPort,
+                     tenantsFile: reader.text(.tenantsFile))
     }
 
     func run() async throws {
@@ -172,7 +142,7 @@ struct RelayCommand: LongRunningCommand {
     }
 
     private func relay() async throws {
-        let setup = try await setUp()
+        let setup = try setUp()
         let observed = try bootstrapProcess(logFormat: setup.logFormat)
         let registry = observed.registry
         let logger = Logger(label: "attache.relay")
@@ -198,5 +168,71 @@ struct RelayCommand: LongRunningCommand {
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let addresses = ["\(setup.relay.host):\(setup.relay.port)"] + (setup.metricsPort.map { ["\(setup.relay.host):\($0)"] } ?? [])
         try await listening(on: addresses) { try await group.run() }
+    }
+}
+
+extension RelayConfiguration {
+    /// Where the relay listens and how, where it forwards, and what its clients may take.
+    init(reader: ConfigReader) throws {
+        self.init()
+        host = reader.text(.host, default: HostOptionGroup.defaultHost)
+        port = try reader.int(.port, default: port, in: 0...65535)
+        tls = try Self.identity(reader, .tlsCertificate, .tlsKey, "give both, or neither for clear text")
+        let apns = reader.text(.apnsUpstream, default: "production")
+        apnsUpstream = ["production": Self.apnsProduction, "sandbox": Self.apnsSandbox][apns] ?? apns
+        fcmUpstream = reader.text(.fcmUpstream, default: fcmUpstream)
+        for (key, url) in [(SettingKey.apnsUpstream, apnsUpstream), (.fcmUpstream, fcmUpstream)] {
+            guard Self.isUpstreamURL(url) else {
+                throw SettingError(key, .message("is an http(s) URL with a host\(key == .apnsUpstream ? ", or production or sandbox" : ""): not \(url)"))
+            }
+            guard !isOwnListener(url) else {
+                throw SettingError(key, .message("\(url) is this relay's own listener (port \(port)): it would forward to itself"))
+            }
+        }
+        upstreamTimeout = try reader.duration(.upstreamTimeout, default: upstreamTimeout)
+        // A relay's clients keep their connections for a long time: 5 minutes idle by default.
+        connections = try ConnectionLimits(reader: reader, idleTimeout: .seconds(300))
+        idleTimeout = connections.idleTimeout > .zero ? connections.idleTimeout : nil
+        maxConnectionsPerAddress = try reader.int(.maxConnectionsPerAddress, default: maxConnectionsPerAddress, in: 1...1_000_000)
+        upstreamCA = reader.text(.upstreamCA)
+        apnsCertificate = try Self.identity(reader, .apnsCertificate, .apnsCertificateKey, "give both, or neither")
+    }
+
+    /// A certificate and its key, named by two settings that go together.
+    private static func identity(_ reader: ConfigReader, _ certificate: SettingKey, _ key: SettingKey, _ advice: String) throws -> Identity? {
+        switch (reader.text(certificate), reader.text(key)) {
+        case (let certificatePath?, let keyPath?): return Identity(certificatePath: certificatePath, keyPath: keyPath)
+        case (nil, nil): return nil
+        default: throw ValidationError("\(certificate.option) and \(key.option) go together: \(advice)")
+        }
+    }
+}
+
+extension ProviderCredentials {
+    /// The relay's own APNs signing key and FCM service account, when it holds them: read and
+    /// checked at start, so that a bad file stops the start rather than every request.
+    init(reader: ConfigReader, caFile: String?) throws {
+        self.init()
+        switch (reader.text(.apnsKey), reader.text(.apnsKeyID), reader.text(.apnsTeamID)) {
+        case (let path?, let keyID?, let teamID?):
+            guard let pem = try? readFile(path) else { throw SettingError(.apnsKey, .message("\(path) cannot be read")) }
+            do {
+                apns = try ProviderToken(keyPEM: String(decoding: pem, as: UTF8.self), keyID: keyID, teamID: teamID)
+            } catch {
+                throw SettingError(.apnsKey, .message("\(path) is not a P-256 private key in PEM (an APNs .p8 file)"))
+            }
+        case (nil, nil, nil):
+            break
+        default:
+            throw ValidationError("--apns-key, --apns-key-id and --apns-team-id go together: give all three, or none to pass the client's authorization")
+        }
+        if let path = reader.text(.fcmServiceAccount) {
+            guard let json = try? readFile(path) else { throw SettingError(.fcmServiceAccount, .message("\(path) cannot be read")) }
+            do {
+                fcm = try ServiceAccountToken(json: json, caFile: caFile)
+            } catch let error as ServiceAccountToken.Invalid {
+                throw SettingError(.fcmServiceAccount, .message("\(path): \(error)"))
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@ import AttacheHTTPService
 import AttacheMedia
 import AttacheOperations
 import AttacheTenants
+import Configuration
 import Logging
 import ServiceLifecycle
 #if canImport(Glibc)
@@ -36,10 +37,10 @@ struct ServeCommand: LongRunningCommand {
 
     @OptionGroup var host: HostOptionGroup
 
-    @Option(help: "Port [ATTACHE_PORT, default 8080].")
+    @Option(name: .setting(.port), help: .setting(.port, "Port", "default \(ServerConfiguration().port)"))
     var port: Int?
 
-    @Option(help: "Enrichments at once before answering `overloaded` [ATTACHE_MAX_IN_FLIGHT, default 256].")
+    @Option(name: .setting(.maxInFlight), help: .setting(.maxInFlight, "Enrichments at once before answering `overloaded`", "default \(ServerConfiguration().maxInFlight)"))
     var maxInFlight: Int?
 
     @OptionGroup var token: TokenOptionGroup
@@ -58,8 +59,14 @@ struct ServeCommand: LongRunningCommand {
 
     @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
 
-    /// What the service runs with, read from the flags, then the environment: `run` starts it,
-    /// `attache config serve` prints it.
+    var flags: Flags {
+        Flags([host, token, tenants, cache, idle, connections, process, enrich, storage]) { flags in
+            flags.set(.port, port)
+            flags.set(.maxInFlight, maxInFlight)
+        }
+    }
+
+    /// What the service runs with: `run` starts it, `attache config serve` prints it.
     struct Setup {
         var server: ServerConfiguration
         var options: Enrichment.Configuration
@@ -68,20 +75,9 @@ struct ServeCommand: LongRunningCommand {
     }
 
     func configure(_ settings: Settings) throws -> Setup {
-        let logFormat = try process.format(settings)
-        var server = ServerConfiguration()
-        server.host = host.host(settings)
-        server.port = try settings.int(port, "ATTACHE_PORT", option: "--port", default: server.port, in: 0...65535)
-        server.tokens = token.tokens(settings)
-        server.maxInFlight = try settings.int(maxInFlight, "ATTACHE_MAX_IN_FLIGHT", option: "--max-in-flight", default: server.maxInFlight, in: 1...1_000_000)
-        var limits = server.connections
-        try connections.read(settings, into: &limits)
-        limits.idleTimeout = try idle.timeout(settings, default: limits.idleTimeout)
-        server.connections = limits
-
-        var options = try enrich.options(settings, storage: storage, defaultBudget: DeadlinePolicy.service.default)
-        options.cache = try cache.configuration(settings)
-        return Setup(server: server, options: options, logFormat: logFormat, tenantsFile: tenants.path(settings))
+        let reader = settings.attache
+        return Setup(server: try ServerConfiguration(reader: reader), options: try Enrichment.Configuration(settings: settings, door: .service),
+                     logFormat: try LogFormat(reader: reader), tenantsFile: reader.text(.tenantsFile))
     }
 
     func run() async throws {
@@ -89,7 +85,7 @@ struct ServeCommand: LongRunningCommand {
     }
 
     private func serve() async throws {
-        let setup = try await setUp()
+        let setup = try setUp()
         let observed = try bootstrapProcess(logFormat: setup.logFormat)
         let registry = observed.registry
         let logger = Logger(label: "attache.server")
@@ -110,5 +106,17 @@ struct ServeCommand: LongRunningCommand {
         ))
         try await listening(on: ["\(server.host):\(server.port)"]) { try await group.run() }
         logger.info("attache serve stopped")
+    }
+}
+
+extension ServerConfiguration {
+    /// Where the service listens, who may call it, how much it takes on at once.
+    init(reader: ConfigReader) throws {
+        self.init()
+        host = reader.text(.host, default: HostOptionGroup.defaultHost)
+        port = try reader.int(.port, default: port, in: 0...65535)
+        tokens = reader.list(.tokens)
+        maxInFlight = try reader.int(.maxInFlight, default: maxInFlight, in: 1...1_000_000)
+        connections = try ConnectionLimits(reader: reader, idleTimeout: connections.idleTimeout)
     }
 }

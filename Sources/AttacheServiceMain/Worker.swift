@@ -6,6 +6,8 @@ import AttacheHTTPKit
 import AttacheOperations
 import AttacheQueueWorker
 import AttacheTenants
+import AttacheSupport
+import Configuration
 import Logging
 import ServiceLifecycle
 
@@ -32,43 +34,48 @@ struct WorkerCommand: LongRunningCommand {
         """
     )
 
-    @Option(help: "NATS server URL(s), comma-separated [ATTACHE_NATS_URL, default nats://127.0.0.1:4222].")
+    /// The defaults the help names.
+    private static let defaults = QueueWorker.Configuration(nats: NATSOptions(url: NATSOptions.defaultURL))
+
+    @Option(name: [.customLong("nats"), .setting(.natsURL)], help: .setting(.natsURL, "NATS server URL(s), comma-separated", "default \(NATSOptions.defaultURL)"))
     var nats: String?
 
-    @Option(help: "NATS user [ATTACHE_NATS_USER]; the password from ATTACHE_NATS_PASSWORD.")
+    @Option(name: .setting(.natsUser), help: .setting(.natsUser, "NATS user; the password from \(SettingKey.natsPassword.variable)"))
     var natsUser: String?
 
-    @Option(help: "A NATS credentials file (.creds: JWT and NKey seed) [ATTACHE_NATS_CREDENTIALS].")
+    @Option(name: .setting(.natsCredentials), help: .setting(.natsCredentials, "A NATS credentials file (.creds: JWT and NKey seed)"))
     var natsCredentials: String?
 
-    @Option(help: "A CA file: connect with TLS, trusting that CA [ATTACHE_NATS_CA]. The token comes from ATTACHE_NATS_TOKEN.")
+    @Option(name: .setting(.natsCA), help: .setting(.natsCA, "A CA file: connect with TLS, trusting that CA. The token comes from \(SettingKey.natsToken.variable)"))
     var natsCA: String?
 
-    @Flag(help: "Connect with TLS, trusting the system's CAs [ATTACHE_NATS_TLS=true].")
+    @Flag(name: .setting(.natsTLS), help: .setting(.natsTLS, "Connect with TLS, trusting the system's CAs", "true or false"))
     var natsTLS = false
 
-    @Option(help: "Input stream [ATTACHE_INPUT_STREAM, default ATTACHE_IN].")
+    @Option(name: .setting(.inputStream), help: .setting(.inputStream, "Input stream", "default \(defaults.inputStream)"))
     var inputStream: String?
 
-    @Option(help: "Input subject [ATTACHE_INPUT_SUBJECT, default attache.in].")
+    @Option(name: .setting(.inputSubject), help: .setting(.inputSubject, "Input subject", "default \(defaults.inputSubject)"))
     var inputSubject: String?
 
-    @Option(help: "Durable consumer shared by every worker [ATTACHE_CONSUMER, default attache].")
+    @Option(name: .setting(.consumer), help: .setting(.consumer, "Durable consumer shared by every worker", "default \(defaults.consumer)"))
     var consumer: String?
 
-    @Option(help: "Output stream [ATTACHE_OUTPUT_STREAM, default ATTACHE_OUT].")
+    @Option(name: .setting(.outputStream), help: .setting(.outputStream, "Output stream", "default \(defaults.outputStream)"))
     var outputStream: String?
 
-    @Option(help: "Output subject [ATTACHE_OUTPUT_SUBJECT, default attache.out].")
+    @Option(name: .setting(.outputSubject), help: .setting(.outputSubject, "Output subject", "default \(defaults.outputSubject)"))
     var outputSubject: String?
 
-    @Option(help: "Messages in flight at once; also the consumer's max ack pending when it is made [ATTACHE_CONCURRENCY, default 64].")
+    @Option(name: .setting(.concurrency), help: .setting(.concurrency, "Messages in flight at once; also the consumer's max ack pending when it is made", "default \(defaults.concurrency)"))
     var concurrency: Int?
 
-    @Option(help: "How long the stream waits for an ack before delivering again, when the consumer is made [ATTACHE_ACK_WAIT, default 30s].", transform: parseDuration)
+    @Option(name: .setting(.ackWait), help: .setting(.ackWait, "How long the stream waits for an ack before delivering again, when the consumer is made",
+                                                     "default \(DurationText.format(defaults.ackWait))"),
+            transform: parseDuration)
     var ackWait: Duration?
 
-    @Option(help: "Deliveries of one message before the stream gives up, when the consumer is made [ATTACHE_MAX_DELIVER, default 10].")
+    @Option(name: .setting(.maxDeliver), help: .setting(.maxDeliver, "Deliveries of one message before the stream gives up, when the consumer is made", "default \(defaults.maxDeliver)"))
     var maxDeliver: Int?
 
     @OptionGroup var metrics: MetricsPortOptionGroup
@@ -87,8 +94,25 @@ struct WorkerCommand: LongRunningCommand {
 
     @OptionGroup(title: "Conversion options") var conversions: ConversionWaitOptionGroup
 
-    /// What the worker runs with, read from the flags, then the environment: `run` starts it,
-    /// `attache config worker` prints it.
+    var flags: Flags {
+        Flags([metrics, tenants, host, process, cache, enrich, storage, conversions]) { flags in
+            flags.set(.natsURL, nats)
+            flags.set(.natsUser, natsUser)
+            flags.set(.natsCredentials, natsCredentials)
+            flags.set(.natsCA, natsCA)
+            flags.set(.natsTLS, natsTLS)
+            flags.set(.inputStream, inputStream)
+            flags.set(.inputSubject, inputSubject)
+            flags.set(.consumer, consumer)
+            flags.set(.outputStream, outputStream)
+            flags.set(.outputSubject, outputSubject)
+            flags.set(.concurrency, concurrency)
+            flags.set(.ackWait, ackWait)
+            flags.set(.maxDeliver, maxDeliver)
+        }
+    }
+
+    /// What the worker runs with: `run` starts it, `attache config worker` prints it.
     struct Setup {
         var queue: QueueWorker.Configuration
         var options: Enrichment.Configuration
@@ -99,32 +123,14 @@ struct WorkerCommand: LongRunningCommand {
     }
 
     func configure(_ settings: Settings) throws -> Setup {
-        let logFormat = try process.format(settings)
-        var nats = NATSOptions(url: settings.string(self.nats, "ATTACHE_NATS_URL", default: "nats://127.0.0.1:4222"))
-        nats.user = settings.string(natsUser, "ATTACHE_NATS_USER")
-        nats.password = settings.secret("ATTACHE_NATS_PASSWORD")
-        nats.token = settings.secret("ATTACHE_NATS_TOKEN")
-        nats.credentials = settings.string(natsCredentials, "ATTACHE_NATS_CREDENTIALS")
-        nats.ca = settings.string(natsCA, "ATTACHE_NATS_CA")
-        nats.tls = try settings.flag(natsTLS, "ATTACHE_NATS_TLS")
-
-        var queue = QueueWorker.Configuration(nats: nats)
-        queue.inputStream = settings.string(inputStream, "ATTACHE_INPUT_STREAM", default: queue.inputStream)
-        queue.inputSubject = settings.string(inputSubject, "ATTACHE_INPUT_SUBJECT", default: queue.inputSubject)
-        queue.consumer = settings.string(consumer, "ATTACHE_CONSUMER", default: queue.consumer)
-        queue.outputStream = settings.string(outputStream, "ATTACHE_OUTPUT_STREAM", default: queue.outputStream)
-        queue.outputSubject = settings.string(outputSubject, "ATTACHE_OUTPUT_SUBJECT", default: queue.outputSubject)
-        queue.concurrency = try settings.int(concurrency, "ATTACHE_CONCURRENCY", option: "--concurrency", default: queue.concurrency, in: 1...10_000)
-        queue.ackWait = try settings.duration(ackWait, "ATTACHE_ACK_WAIT", option: "--ack-wait", default: queue.ackWait)
-        queue.maxDeliver = try settings.int(maxDeliver, "ATTACHE_MAX_DELIVER", option: "--max-deliver", default: queue.maxDeliver, in: 1...1000)
-        let probePort = try metrics.port(settings)
-        let probeHost = host.host(settings)
-
-        var options = try enrich.options(settings, storage: storage)
-        options.cache = try cache.configuration(settings)
-        options.media.conversionWait = try conversions.wait(settings)
+        let reader = settings.attache
+        let logFormat = try LogFormat(reader: reader)
+        let queue = try QueueWorker.Configuration(reader: reader)
+        let probePort = try reader.int(.metricsPort, in: 1...65535)
+        let probeHost = reader.text(.host, default: HostOptionGroup.defaultHost)
+        let options = try Enrichment.Configuration(settings: settings, door: .worker)
         return Setup(queue: queue, options: options, logFormat: logFormat, probe: probePort.map { (probeHost, $0) },
-                     tenantsFile: tenants.path(settings))
+                     tenantsFile: reader.text(.tenantsFile))
     }
 
     func run() async throws {
@@ -132,7 +138,7 @@ struct WorkerCommand: LongRunningCommand {
     }
 
     private func work() async throws {
-        let setup = try await setUp()
+        let setup = try setUp()
         let observed = try bootstrapProcess(logFormat: setup.logFormat)
         let registry = observed.registry
         let logger = Logger(label: "attache.worker")
@@ -154,5 +160,36 @@ struct WorkerCommand: LongRunningCommand {
         // The enrichment first, so that it is stopped last, after the worker has finished.
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await listening(on: setup.probe.map { ["\($0.host):\($0.port)"] } ?? []) { try await group.run() }
+    }
+}
+
+extension NATSOptions {
+    static let defaultURL = "nats://127.0.0.1:4222"
+
+    /// The server and how to authenticate to it; the password and the token are variables only (a
+    /// flag would show in every process list).
+    init(reader: ConfigReader) throws {
+        self.init(url: reader.text(.natsURL, default: Self.defaultURL))
+        user = reader.text(.natsUser)
+        password = reader.text(.natsPassword, secret: true)
+        token = reader.text(.natsToken, secret: true)
+        credentials = reader.text(.natsCredentials)
+        ca = reader.text(.natsCA)
+        tls = try reader.flag(.natsTLS)
+    }
+}
+
+extension QueueWorker.Configuration {
+    /// The NATS connection, the streams and the consumer, and how much is in flight.
+    init(reader: ConfigReader) throws {
+        self.init(nats: try NATSOptions(reader: reader))
+        inputStream = reader.text(.inputStream, default: inputStream)
+        inputSubject = reader.text(.inputSubject, default: inputSubject)
+        consumer = reader.text(.consumer, default: consumer)
+        outputStream = reader.text(.outputStream, default: outputStream)
+        outputSubject = reader.text(.outputSubject, default: outputSubject)
+        concurrency = try reader.int(.concurrency, default: concurrency, in: 1...10_000)
+        ackWait = try reader.duration(.ackWait, default: ackWait)
+        maxDeliver = try reader.int(.maxDeliver, default: maxDeliver, in: 1...1000)
     }
 }

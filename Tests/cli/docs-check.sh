@@ -14,10 +14,14 @@ if git grep -n -i -w -E 'session [0-9]+' -- . ; then
   status=1
 fi
 
-# The variables the code reads are string literals (the C codecs' ATTACHE_OK and the like are not);
-# the test harness's own (AttacheTesting) are not settings, nor the worker's stream names.
+# The variables the code reads are the setting keys (SettingKeys.swift: `cache-ttl` is
+# ATTACHE_CACHE_TTL) and any variable still named as a string literal (the C codecs' ATTACHE_OK and
+# the like are not); the test harness's own (AttacheTesting) are not settings, nor the worker's
+# stream names.
 streams='ATTACHE_IN|ATTACHE_OUT'
-code=$(grep -rhoE '"ATTACHE_[A-Z0-9_]+"' Sources --include='*.swift' --exclude-dir=AttacheTesting | tr -d '"' \
+code=$( (grep -hoE 'SettingKey = "[a-z0-9-]+"' Sources/AttacheCommandLine/SettingKeys.swift | sed -E 's/.*"(.*)"/\1/' \
+    | tr 'a-z-' 'A-Z_' | sed 's/^/ATTACHE_/'
+  grep -rhoE '"ATTACHE_[A-Z0-9_]+"' Sources --include='*.swift' --exclude-dir=AttacheTesting | tr -d '"') \
   | grep -v -x -E "$streams" | sort -u)
 documented=$(grep -hoE 'ATTACHE_[A-Z0-9_]+[A-Z0-9]' docs/operations.md | grep -v -x -E "$streams" | sort -u)
 missing=$(comm -23 <(echo "$code") <(echo "$documented"))
