@@ -121,6 +121,7 @@ test: test-deps
 	# user's would.
 	SWIFT="$(SWIFT)" Tests/swift-test.sh $(DEBUG_FLAGS) --package-path Samples/extensions
 	Tests/cli/settings-docs.sh $(DEBUG_BIN)
+	Tests/cli/settings-flags.py $(DEBUG_BIN)
 	Tests/cli/run.sh $(DEBUG_BIN)
 	Tests/cli/serve.sh $(DEBUG_BIN)
 	Tests/cli/contract.sh $(DEBUG_BIN)
