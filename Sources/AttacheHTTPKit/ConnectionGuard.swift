@@ -46,16 +46,29 @@ public final class Connections: Sendable {
     }
 }
 
-/// Tells a request's work that its client has gone (closed or reset the connection).
+/// Tells a request's work that its client has gone (closed or reset the connection), and when
+/// its request arrived.
 public final class ConnectionWatch: Sendable {
     private struct State {
         var gone = false
+        /// When the latest request's head was read: the request being answered, as HTTP/1.1
+        /// clients send one at a time (a pipelined one would count from a later head's).
+        var arrival: ContinuousClock.Instant?
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         /// Operations that ended before their waiter was registered.
         var finished: Set<UInt64> = []
         var next: UInt64 = 0
     }
     private let state = Mutex(State())
+
+    func arrived() {
+        let now = ContinuousClock.now
+        state.withLock { $0.arrival = now }
+    }
+
+    /// When the request being answered arrived: its deadline counts from there, not from when
+    /// the application got to it (hundreds of requests arriving together wait their turn).
+    public var arrival: ContinuousClock.Instant? { state.withLock { $0.arrival } }
 
     func clientGone() {
         let waiters = state.withLock { s in
@@ -255,7 +268,9 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let action = machine.read(unwrapInboundIn(data))
+        let part = unwrapInboundIn(data)
+        if case .head = part { watch?.arrived() }
+        let action = machine.read(part)
         if machine.state == .refused || machine.state == .closed {
             perform(action, context)
             return  // a refused connection's requests never reach the application

@@ -26,6 +26,10 @@ struct EnrichController: Sendable {
     }
 
     func enrich(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        // The deadline counts from the request's arrival (docs/service.md), read by the connection's
+        // guard: under load a request waits for the application before this runs.
+        let watch = connections.watch(for: context.channel)
+        let arrival = watch?.arrival ?? .now
         let id = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? Self.newRequestID()
         var logger = context.logger
         logger[metadataKey: "attache.request.id"] = .string(id)
@@ -55,7 +59,7 @@ struct EnrichController: Sendable {
 
         let emission: Emission
         do {
-            emission = try await answer(bytes, id: id, deadline: deadline, scope: scope, channel: context.channel, logger: logger)
+            emission = try await answer(bytes, id: id, deadline: arrival + deadline, scope: scope, watch: watch, logger: logger)
         } catch {
             logger.info("request refused: not a payload", metadata: ["attache.error": "\(error.code)"])
             return Self.error(.badRequest, error.message, id: id)
@@ -78,7 +82,7 @@ struct EnrichController: Sendable {
     /// Enriches within the in-flight limit; past it, the original at once with `overloaded`. A
     /// client that goes away stops its enrichment (and frees its slots); work it shares with other
     /// requests goes on for them (the cache's single-flight hands it over).
-    private func answer(_ bytes: [UInt8], id: String, deadline: Duration, scope: EnrichmentScope, channel: any Channel,
+    private func answer(_ bytes: [UInt8], id: String, deadline: ContinuousClock.Instant, scope: EnrichmentScope, watch: ConnectionWatch?,
                         logger: Logger) async throws(PayloadError) -> Emission {
         guard let current = inFlight.enter(limit: configuration.maxInFlight) else {
             return try enrichment.passOn(bytes, reason: .overloaded)
@@ -87,10 +91,14 @@ struct EnrichController: Sendable {
         defer { metrics.inFlight(inFlight.leave()) }
         let enrichment = self.enrichment
         let work: @Sendable () async -> Result<Emission, PayloadError> = {
-            do throws(PayloadError) { return .success(try await enrichment.enrich(bytes, identifier: id, budget: deadline, logger: logger, scope: scope)) }
-            catch { return .failure(error) }
+            // What is left of the budget; none left, the original at once.
+            let budget = ContinuousClock.now.duration(to: deadline)
+            do throws(PayloadError) {
+                guard budget > .zero else { return .success(try enrichment.passOn(bytes, reason: .timeout)) }
+                return .success(try await enrichment.enrich(bytes, identifier: id, budget: budget, logger: logger, scope: scope))
+            } catch { return .failure(error) }
         }
-        guard let watch = connections.watch(for: channel) else { return try await work().get() }
+        guard let watch else { return try await work().get() }
         guard let result = await watch.run(work) else {
             // Nobody is left to read the answer; the original stands in for it.
             return try enrichment.passOn(bytes, reason: .clientGone)

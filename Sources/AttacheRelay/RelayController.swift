@@ -47,6 +47,8 @@ struct RelayRequest: Sendable {
     var path: String
     var fields: [(name: String, value: String)]
     var body: ByteBuffer
+    /// When its head was read: the enrichment's deadline counts from here.
+    var arrival = ContinuousClock.now
 
     /// The first value of the field `name` (lower case).
     func field(_ name: String) -> String? {
@@ -184,7 +186,7 @@ struct RelayController: Sendable {
         let budget = (admission?.policy ?? gate.policy(for: tenant)).budget(header: request.field(RelayAnswer.deadline))
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
-        let (body, outcome) = gated ? await enriched(request.body, budget: budget, admission: admission, passReason: passReason)
+        let (body, outcome) = gated ? await enriched(request.body, deadline: request.arrival + budget, admission: admission, passReason: passReason)
             : passedThrough(request.body)
         admission?.leave()
         let authorization: String?
@@ -283,9 +285,11 @@ struct RelayController: Sendable {
     /// The body to forward and the outcome to tell the client, for a body the gate let in;
     /// anything the pipeline cannot enrich goes as it came. `passReason`: not enriched (no
     /// tenant, or one past its limits): the body goes as it came.
-    func enriched(_ received: ByteBuffer, budget: Duration, admission: Admission? = nil, passReason: Reason? = nil) async
+    func enriched(_ received: ByteBuffer, deadline: ContinuousClock.Instant, admission: Admission? = nil, passReason: Reason? = nil) async
         -> (body: ByteBuffer, outcome: String) {
-        if let passReason {
+        // What is left of the budget once the request got here; none left, it goes as it came.
+        let budget = ContinuousClock.now.duration(to: deadline)
+        if let passReason = passReason ?? (budget > .zero ? nil : .timeout) {
             metrics.request(outcome: .fallback, reason: passReason)
             return (received, Emission.outcomeHeader(.fallback, passReason))
         }

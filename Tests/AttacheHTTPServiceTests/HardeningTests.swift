@@ -211,6 +211,27 @@ import Glibc
         }
     }
 
+    /// The deadline counts from when the request arrived (its head), not from when the service got
+    /// to it: a body that comes after the whole 2 s budget is answered at once with the original
+    /// (reason timeout), where counting from the body would wait 2 s more for the hung image.
+    @Test func theDeadlineCountsFromTheRequestsArrival() async throws {
+        let h = try ServiceHarness()
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let c = try RawConnection(port: try #require(client.port))
+            let body = String(decoding: h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?hang=1"}"#).readableBytesView, as: UTF8.self)
+            c.send("POST /v1/enrich HTTP/1.1\r\nHost: x\r\nAttache-Deadline-Ms: 2000\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(2200))
+            let sent = ContinuousClock.now
+            c.send(body)
+            let answer = await c.readSome(within: .seconds(10)) ?? ""
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(80))")
+            #expect(answer.lowercased().contains("attache-outcome: fallback; reason=timeout"), "\(answer)")
+            #expect(sent.duration(to: .now) < .seconds(1), "answered \(sent.duration(to: .now)) after the body")
+        }
+        #expect(h.origin.statistics.requests == 0)
+    }
+
     /// A link planted in the store (or anything but a regular file) is never served.
     @Test func mediaServesRegularFilesOnlyAndSaysNoSniff() async throws {
         let h = try ServiceHarness()
