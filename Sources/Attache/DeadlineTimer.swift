@@ -6,12 +6,13 @@ import Synchronization
 /// profiles of cached enrichment put about a tenth of the process's CPU there. Here a payload's
 /// deadline is an entry in a heap under a lock, taken off when it is answered; one sleeping task
 /// waits for the earliest deadline still pending, and is replaced only when a payload comes with
-/// an earlier one than it waits for (a shorter `Attache-Deadline-Ms`).
-final class DeadlineTimer: Sendable {
-    static let shared = DeadlineTimer()
+/// an earlier one than it waits for (a shorter `Attache-Deadline-Ms`). The enrichment's cutoffs
+/// (a movie's poster taken in place of its conversion) are entries here too.
+public final class DeadlineTimer: Sendable {
+    public static let shared = DeadlineTimer()
 
     /// A scheduled action, to cancel it with.
-    struct Entry: Sendable {
+    public struct Entry: Sendable {
         fileprivate let id: UInt64
     }
 
@@ -37,7 +38,7 @@ final class DeadlineTimer: Sendable {
     /// Runs `action` at `instant`, unless cancelled first. Actions due together run one after
     /// another on the timer's task: each must be short (the runtime's takes a best attempt and
     /// cancels a task).
-    func schedule(at instant: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> Entry {
+    public func schedule(at instant: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> Entry {
         let (entry, replaced) = state.withLock { s -> (Entry, Task<Void, Never>?) in
             let id = s.nextID
             s.nextID &+= 1
@@ -51,7 +52,7 @@ final class DeadlineTimer: Sendable {
     }
 
     /// The action will not run (unless it is running already).
-    func cancel(_ entry: Entry) {
+    public func cancel(_ entry: Entry) {
         state.withLock { s in
             s.actions[entry.id] = nil
             // Cancelled entries wait in the heap until they reach its top, up to a deadline's

@@ -364,7 +364,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     /// attaches the poster it offered.
     static let posterMargin = Duration.milliseconds(100)
 
-    private enum Settled: Sendable {
+    enum Settled: Sendable {
         case value(CachedMedia, CacheEvent)
         /// The work's offer, taken at the cutoff while the work goes on.
         case poster(CachedMedia)
@@ -378,25 +378,7 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
             let (value, event) = try await work()
             return .value(value, event)
         }
-        return try await withThrowingTaskGroup(of: Settled?.self) { group in
-            group.addTask {
-                let (value, event) = try await work()
-                return .value(value, event)
-            }
-            group.addTask {
-                try await Task.sleep(until: cutoff, clock: .continuous)
-                // Polled: the poster may be stored after the cutoff, still before the deadline.
-                while true {
-                    if let offered = poster() { return .poster(offered) }
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-            }
-            defer { group.cancelAll() }
-            while let next = try await group.next() {
-                if let settled = next { return settled }
-            }
-            throw CancellationError()
-        }
+        return try await PosterRace.settle(cutoff: cutoff, poster: poster, work)
     }
 
     /// A movie's poster as the attachment, the conversion still running; the report says so.
