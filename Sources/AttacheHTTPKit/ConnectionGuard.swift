@@ -54,9 +54,8 @@ public final class ConnectionWatch: Sendable {
         /// When the latest request's head was read: the request being answered, as HTTP/1.1
         /// clients send one at a time (a pipelined one would count from a later head's).
         var arrival: ContinuousClock.Instant?
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        /// Operations that ended before their waiter was registered.
-        var finished: Set<UInt64> = []
+        /// What cancels each operation running for this connection's requests.
+        var running: [UInt64: @Sendable () -> Void] = [:]
         var next: UInt64 = 0
     }
     private let state = Mutex(State())
@@ -71,41 +70,34 @@ public final class ConnectionWatch: Sendable {
     public var arrival: ContinuousClock.Instant? { state.withLock { $0.arrival } }
 
     func clientGone() {
-        let waiters = state.withLock { s in
+        let running = state.withLock { s in
             s.gone = true
-            defer { s.waiters = [:] }
-            return Array(s.waiters.values)
+            defer { s.running = [:] }
+            return Array(s.running.values)
         }
-        for waiter in waiters { waiter.resume() }
+        for cancel in running { cancel() }
     }
 
-    /// Runs `operation`, cancelled if the client goes away first; nil in that case.
+    /// Runs `operation`, cancelled if the client goes away first; nil in that case. The
+    /// operation runs in a task of its own, which the client's going cancels (no task group,
+    /// no task waiting for the client per request).
     public func run<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
-        let id = state.withLock { s in s.next += 1; return s.next }
-        return await withTaskGroup(of: T?.self) { group in
-            group.addTask { await operation() }
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let wake = self.state.withLock { s in
-                        if s.gone || s.finished.remove(id) != nil { return true }
-                        s.waiters[id] = continuation
-                        return false
-                    }
-                    if wake { continuation.resume() }
-                }
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            // Wake the waiter if the operation ended first (cancellation alone does not).
-            let waiter = state.withLock { s in
-                let waiter = s.waiters.removeValue(forKey: id)
-                if waiter == nil && !s.gone { s.finished.insert(id) }
-                return waiter
-            }
-            waiter?.resume()
-            return first
+        let task = Task { await operation() }
+        let id = state.withLock { s -> UInt64? in
+            guard !s.gone else { return nil }
+            s.next &+= 1
+            s.running[s.next] = { task.cancel() }
+            return s.next
         }
+        guard let id else {
+            task.cancel()
+            _ = await task.value
+            return nil
+        }
+        let value = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        // Gone meanwhile: its entry was taken, and the operation cancelled.
+        let gone = state.withLock { $0.running.removeValue(forKey: id) == nil }
+        return gone ? nil : value
     }
 }
 
