@@ -195,6 +195,26 @@ struct RelayClient {
         }
     }
 
+    /// The enrichment's deadline counts from the request's head: a body held back past the whole
+    /// 2 s budget goes to Apple at once, as it came (reason timeout), not 2 s later.
+    @Test func theDeadlineCountsFromTheRequestsHead() async throws {
+        try await RelayHarness.with { client, upstreams, origin in
+            let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg?hang=1"}"#
+            let c = try RawConnection(port: client.port)
+            c.send("POST /3/device/abc123 HTTP/1.1\r\nHost: x\r\n" + Self.apnsFields.map { $0 + "\r\n" }.joined()
+                + "Attache-Deadline-Ms: 2000\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(2200))
+            let sent = ContinuousClock.now
+            c.send(body)
+            let answer = await c.readSome(within: .seconds(10)) ?? ""
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(80))")
+            #expect(answer.lowercased().contains("attache-outcome: fallback; reason=timeout"), "\(answer)")
+            #expect(sent.duration(to: .now) < .seconds(1), "answered \(sent.duration(to: .now)) after the body")
+            #expect(upstreams.apns.received.map { String(decoding: $0.body, as: UTF8.self) } == [body])
+            #expect(origin.statistics.requests == 0)
+        }
+    }
+
     /// An upstream that cannot be reached, is too slow, or drops the connection is never "sent":
     /// 503 ServiceUnavailable in each provider's shape, so the client retries.
     @Test func anUnreachableUpstreamIs503InTheProvidersShape() async throws {
