@@ -102,15 +102,15 @@ public struct Settings: Sendable {
         }
         record = SettingsRecord(sources: sources)
         root = ConfigReader(providers: providers, accessReporter: record)
-        unrecorded = ConfigReader(providers: providers).scoped(to: "attache")
+        self.providers = providers
     }
 
-    /// The same values, read without a note in the record.
-    private let unrecorded: ConfigReader
+    private let providers: [any ConfigProvider]
 
-    /// Whether anything gives a setting the command does not read (the lab warns of the store's).
+    /// Whether anything gives a setting the command does not read (the lab warns of the store's):
+    /// asked of the providers without a note in the record.
     public func isGiven(_ key: SettingKey) -> Bool {
-        unrecorded.text(key) != nil
+        ConfigReader(providers: providers).scoped(to: "attache").text(key) != nil
     }
 
     /// Attache's own settings.

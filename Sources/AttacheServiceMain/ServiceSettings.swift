@@ -35,6 +35,8 @@ extension Settings {
     /// commands reads, stops the start with an error: a misspelt name would otherwise be silently
     /// ignored. (One file may serve them all: the worker does not refuse the service's port.)
     static func forService(flags: Flags, environment: (any ConfigProvider)? = nil) throws -> Settings {
+        // The process's environment is read once, for both readers.
+        let environment = environment ?? Settings.processEnvironment
         let plain = Settings(flags: flags, environment: environment)
         guard let path = plain.attache.text(.configFile) else { return plain }
         let file = try ConfigurationFile(path: path)

@@ -26,6 +26,19 @@ public final class RawConnection {
         _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Posts `body` to `path` with `fields`, its head first and the body only `after` later: the
+    /// server's first answer, and how long after the body it came.
+    public func postHoldingTheBody(_ path: String, fields: [String] = [], body: String, after: Duration) async throws
+        -> (answer: String, afterBody: Duration) {
+        send("POST \(path) HTTP/1.1\r\nHost: x\r\n" + fields.map { $0 + "\r\n" }.joined()
+            + "Content-Length: \(body.utf8.count)\r\n\r\n")
+        try await Task.sleep(for: after)
+        let sent = ContinuousClock.now
+        send(body)
+        let answer = await readSome(within: .seconds(10)) ?? ""
+        return (answer, sent.duration(to: .now))
+    }
+
     /// What arrives until the server closes the connection; nil when it is still open after `limit`.
     public func readUntilClosed(within limit: Duration) async -> String? {
         var received: [UInt8] = []

@@ -220,14 +220,11 @@ import Glibc
         try await h.app.test(.live) { client in
             let c = try RawConnection(port: try #require(client.port))
             let body = String(decoding: h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?hang=1"}"#).readableBytesView, as: UTF8.self)
-            c.send("POST /v1/enrich HTTP/1.1\r\nHost: x\r\nAttache-Deadline-Ms: 2000\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
-            try await Task.sleep(for: .milliseconds(2200))
-            let sent = ContinuousClock.now
-            c.send(body)
-            let answer = await c.readSome(within: .seconds(10)) ?? ""
+            let (answer, afterBody) = try await c.postHoldingTheBody("/v1/enrich", fields: ["Attache-Deadline-Ms: 2000"], body: body,
+                                                                    after: .milliseconds(2200))
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(80))")
             #expect(answer.lowercased().contains("attache-outcome: fallback; reason=timeout"), "\(answer)")
-            #expect(sent.duration(to: .now) < .seconds(1), "answered \(sent.duration(to: .now)) after the body")
+            #expect(afterBody < .seconds(1), "answered \(afterBody) after the body")
         }
         #expect(h.origin.statistics.requests == 0)
     }

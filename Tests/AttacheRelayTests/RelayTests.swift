@@ -201,15 +201,11 @@ struct RelayClient {
         try await RelayHarness.with { client, upstreams, origin in
             let body = #"{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg?hang=1"}"#
             let c = try RawConnection(port: client.port)
-            c.send("POST /3/device/abc123 HTTP/1.1\r\nHost: x\r\n" + Self.apnsFields.map { $0 + "\r\n" }.joined()
-                + "Attache-Deadline-Ms: 2000\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
-            try await Task.sleep(for: .milliseconds(2200))
-            let sent = ContinuousClock.now
-            c.send(body)
-            let answer = await c.readSome(within: .seconds(10)) ?? ""
+            let (answer, afterBody) = try await c.postHoldingTheBody("/3/device/abc123", fields: Self.apnsFields + ["Attache-Deadline-Ms: 2000"],
+                                                                    body: body, after: .milliseconds(2200))
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(80))")
             #expect(answer.lowercased().contains("attache-outcome: fallback; reason=timeout"), "\(answer)")
-            #expect(sent.duration(to: .now) < .seconds(1), "answered \(sent.duration(to: .now)) after the body")
+            #expect(afterBody < .seconds(1), "answered \(afterBody) after the body")
             #expect(upstreams.apns.received.map { String(decoding: $0.body, as: UTF8.self) } == [body])
             #expect(origin.statistics.requests == 0)
         }
