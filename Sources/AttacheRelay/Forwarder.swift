@@ -35,26 +35,32 @@ public struct Forwarder: Sendable {
             apnsTLS.certificateChain = chain.map { .certificate($0) }
             apnsTLS.privateKey = .privateKey(key)
         }
-        let connections = max(2, System.coreCount)
         func origin(_ url: String) throws -> UpstreamConnections.Origin {
             guard let origin = UpstreamConnections.Origin(url: url) else { throw RelayConfiguration.InvalidUpstream(url: url) }
             return origin
         }
-        apns = try UpstreamConnections(origin: try origin(configuration.apnsUpstream), tls: apnsTLS, connections: connections)
-        fcm = try UpstreamConnections(origin: try origin(configuration.fcmUpstream), tls: tls, connections: connections)
+        apns = try UpstreamConnections(origin: try origin(configuration.apnsUpstream), tls: apnsTLS, perLoop: Self.connectionsPerLoop)
+        fcm = try UpstreamConnections(origin: try origin(configuration.fcmUpstream), tls: tls, perLoop: Self.connectionsPerLoop)
     }
+
+    /// The most connections each event loop opens to an upstream: with Apple's 1,000 streams per
+    /// connection one is enough; an upstream that allows 100 (nghttpd, many proxies) needs several
+    /// for the thousands of requests a busy relay has in flight.
+    static let connectionsPerLoop = 8
 
     /// `fields` are the client's request fields (lower-case names), passed on but for the hop's
     /// own; the upstream sees what the client sent.
+    /// `loop`: the client's, whose connections to the upstream carry it (nil: the caller's loop,
+    /// or any from a task).
     func forward(_ provider: Provider, path: String, fields: [(name: String, value: String)], body: ByteBuffer,
-                 timeout: Duration) -> EventLoopFuture<Answer> {
+                 timeout: Duration, on loop: (any EventLoop)? = nil) -> EventLoopFuture<Answer> {
         let upstream = provider == .apns ? apns : fcm
         let exchange = UpstreamConnections.Exchange(
             path: upstream.origin.pathPrefix + path,
             fields: fields.filter { !Self.hopFields.contains($0.name) },
             body: body
         )
-        return upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds))).map { answer in
+        return upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds)), on: loop).map { answer in
             var answer = answer
             answer.headers.removeAll { !Self.answeredFields.contains($0.name) }
             return answer

@@ -49,6 +49,9 @@ struct RelayRequest: Sendable {
     var body: ByteBuffer
     /// When its head was read: the enrichment's deadline counts from here.
     var arrival = ContinuousClock.now
+    /// The event loop of its client's connection, when known: it goes upstream on a connection of
+    /// the same loop, and the answer comes back without a hop between threads.
+    var loop: (any EventLoop)?
 
     /// The first value of the field `name` (lower case).
     func field(_ name: String) -> String? {
@@ -232,7 +235,8 @@ struct RelayController: Sendable {
         }
         fields.append((name: "via", value: "2 " + hop))
         let (metrics, logger) = (metrics, logger)
-        return forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout)
+        return forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
+                                 on: request.loop)
             .map { answer in
                 metrics.relayed(status: answer.status)
                 var fields = answer.headers

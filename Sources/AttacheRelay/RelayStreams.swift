@@ -103,7 +103,7 @@ final class RelayStreams: ChannelInboundHandler {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
             return
         }
-        var request = RelayRequest(method: "", path: "", fields: [], body: ByteBuffer())
+        var request = RelayRequest(method: "", path: "", fields: [], body: ByteBuffer(), loop: context?.eventLoop)
         request.fields.reserveCapacity(headers.count)
         for (name, value, _) in headers {
             switch name {

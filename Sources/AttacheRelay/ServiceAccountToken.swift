@@ -51,7 +51,7 @@ public actor ServiceAccountToken {
         guard let origin = UpstreamConnections.Origin(url: tokenURL) else {
             throw Invalid(description: "the service account's token_uri is not an http(s) URL: \(tokenURL)")
         }
-        endpoint = try UpstreamConnections(origin: origin, tls: .upstream(caFile: caFile), connections: 1)
+        endpoint = try UpstreamConnections(origin: origin, tls: .upstream(caFile: caFile), perLoop: 1)
     }
 
     /// The `authorization` value to send now.

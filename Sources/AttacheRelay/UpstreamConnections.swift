@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Why a request did not get an answer from the upstream. `unsent` means the upstream is known
 /// not to have acted on it — the connection could not be made, or the upstream refused the stream
@@ -27,12 +28,18 @@ public enum UpstreamError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// One upstream origin (scheme, host, port) over HTTP/2: a few long-lived connections, each
-/// carrying many concurrent streams, opened on first use and replaced when the upstream closes
-/// one or sends GOAWAY — as Apple asks of providers ("keep your connections with APNs open
-/// across multiple notifications"). Streams beyond the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`
-/// wait in the HTTP/2 handler's buffer. Everything runs on NIO's event loops: no thread hop and no
-/// copy between the server side and this one.
+/// One upstream origin (scheme, host, port) over HTTP/2: long-lived connections, each carrying
+/// many concurrent streams, opened on first use and replaced when the upstream closes one or sends
+/// GOAWAY — as Apple asks of providers ("keep your connections with APNs open across multiple
+/// notifications").
+///
+/// Each event loop has connections of its own, and a request goes out on one of its caller's
+/// loop: the client's stream and the upstream's are served by one thread, with no hop between
+/// threads either way (as each of nghttpx's workers keeps its own backend connections). A loop
+/// opens another connection when every one it has carries as many streams as the upstream allows
+/// (its `SETTINGS_MAX_CONCURRENT_STREAMS`), up to `perLoop`; past that, streams wait in the HTTP/2
+/// handler's buffer of the least busy one. Waiting there is what made a relay slower at 100
+/// streams per client than at 32: NIO's buffer and stream tables are searched linearly, per frame.
 final class UpstreamConnections: Sendable {
     struct Origin: Hashable, Sendable {
         var tls: Bool
@@ -92,83 +99,89 @@ final class UpstreamConnections: Sendable {
     private let sslContext: NIOSSLContext?
     private let group: any EventLoopGroup
 
-    private enum Slot {
-        case empty
-        case connecting(attempt: Int, EventLoopFuture<Connection>)
-        case open(Connection)
+    /// One event loop's connections.
+    private struct Pool {
+        var open: [Connection] = []
+        /// The connection being opened, if one is (one at a time per loop).
+        var connecting: (attempt: Int, future: EventLoopFuture<Connection>)?
     }
 
     private struct State {
-        var slots: [Slot]
-        var next = 0
+        /// By event loop.
+        var pools: [ObjectIdentifier: Pool] = [:]
         var attempts = 0
     }
 
-    private let state: NIOLockedValueBox<State>
+    private let state = NIOLockedValueBox(State())
+    /// The most connections each event loop opens to this origin.
+    let perLoop: Int
 
     /// `tls`: how to reach an `https` origin (trust, a client certificate); ALPN is set to `h2`.
-    init(origin: Origin, tls: TLSConfiguration, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+    init(origin: Origin, tls: TLSConfiguration, perLoop: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
         self.origin = origin
         self.group = group
+        self.perLoop = max(1, perLoop)
         var tls = tls
         tls.applicationProtocols = ["h2"]
         sslContext = origin.tls ? try NIOSSLContext(configuration: tls) : nil
-        state = NIOLockedValueBox(State(slots: Array(repeating: .empty, count: max(1, connections))))
     }
 
     /// Sends one request and returns the upstream's answer. A request the upstream certainly did
     /// not act on is sent again, on another connection, up to twice.
-    func send(_ exchange: Exchange, deadline: NIODeadline, attempt: Int = 0) -> EventLoopFuture<Forwarder.Answer> {
-        nextConnection()
+    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil, attempt: Int = 0) -> EventLoopFuture<Forwarder.Answer> {
+        nextConnection(for: loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next())
             .flatMap { $0.send(exchange, origin: self.origin, deadline: deadline) }
             .flatMapError { error in
                 guard case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
                     return self.group.any().makeFailedFuture(error)
                 }
-                return self.send(exchange, deadline: deadline, attempt: attempt + 1)
+                return self.send(exchange, deadline: deadline, on: loop, attempt: attempt + 1)
             }
     }
 
-    /// The connections take turns. A slot whose connection closed or is going away gets a new one.
-    private func nextConnection() -> EventLoopFuture<Connection> {
+    /// A connection of `loop` (the client's, or the caller's): the least busy one, and
+    /// another opened beside it when that one is full, which the requests after wait for. A loop
+    /// with none yet borrows another loop's while its own opens; with none anywhere, the request
+    /// waits for the connect.
+    private func nextConnection(for loop: any EventLoop) -> EventLoopFuture<Connection> {
         enum Choice {
             case ready(Connection)
             case wait(EventLoopFuture<Connection>)
-            case started(slot: Int, attempt: Int, EventLoopFuture<Connection>)
         }
+        let key = ObjectIdentifier(loop)
+        var started: (attempt: Int, future: EventLoopFuture<Connection>)?
         let choice = state.withLockedValue { state -> Choice in
-            let slot = state.next % state.slots.count
-            state.next &+= 1
-            switch state.slots[slot] {
-            case .open(let connection) where connection.isUsable:
-                return .ready(connection)
-            case .connecting(_, let future):
-                return .wait(future)
-            case .empty, .open:
+            var pool = state.pools[key] ?? Pool()
+            defer { state.pools[key] = pool }
+            // Closed or going away: no new stream goes there (those in flight finish).
+            pool.open.removeAll { !$0.isUsable }
+            let best = pool.open.min { $0.load.inFlight < $1.load.inFlight }
+            if best.map({ $0.load.isFull }) ?? true, pool.connecting == nil, pool.open.count < perLoop {
                 state.attempts += 1
-                let future = connect()
-                state.slots[slot] = .connecting(attempt: state.attempts, future)
-                return .started(slot: slot, attempt: state.attempts, future)
+                started = (state.attempts, connect(on: loop))
+                pool.connecting = started
             }
+            // A full connection takes more only when no other is opening: a burst waits for the
+            // new one rather than queueing behind the streams of the old.
+            if let best, !best.load.isFull || pool.connecting == nil { return .ready(best) }
+            if best == nil, let elsewhere = state.pools.values.lazy.flatMap(\.open).first(where: { $0.isUsable && !$0.load.isFull }) {
+                return .ready(elsewhere)
+            }
+            return .wait(pool.connecting!.future)
         }
-        switch choice {
-        case .ready(let connection):
-            return connection.channel.eventLoop.makeSucceededFuture(connection)
-        case .wait(let future):
-            return future
-        case .started(let slot, let attempt, let future):
+        if let (attempt, future) = started {
             // Registered outside the lock: a connect that failed at once completes the future here.
             future.whenComplete { result in
                 self.state.withLockedValue { state in
-                    guard case .connecting(let current, _) = state.slots[slot], current == attempt else { return }
-                    if case .success(let connection) = result {
-                        state.slots[slot] = .open(connection)
-                    } else {
-                        state.slots[slot] = .empty
-                    }
+                    guard state.pools[key]?.connecting?.attempt == attempt else { return }
+                    state.pools[key]?.connecting = nil
+                    if case .success(let connection) = result { state.pools[key]?.open.append(connection) }
                 }
             }
-            return future
+        }
+        switch choice {
+        case .ready(let connection): return connection.channel.eventLoop.makeSucceededFuture(connection)
+        case .wait(let future): return future
         }
     }
 
@@ -180,14 +193,14 @@ final class UpstreamConnections: Sendable {
         return configuration
     }()
 
-    private func connect() -> EventLoopFuture<Connection> {
+    private func connect(on loop: any EventLoop) -> EventLoopFuture<Connection> {
         let sslContext = sslContext
         let origin = origin
         // HTTP/2 goes into the pipeline before the connection opens: the upstream's SETTINGS can
         // arrive before the connect's future completes (happy eyeballs settles it a tick later),
         // and bytes read with no HTTP/2 handler to take them are lost, leaving the frame decoder
         // misaligned and every stream on that connection unanswered.
-        return ClientBootstrap(group: group)
+        return ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
@@ -209,7 +222,7 @@ final class UpstreamConnections: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let exchanges = try channel.pipeline.syncOperations.handler(type: Exchanges.self)
                     let connection = Connection(channel: channel, exchanges: NIOLoopBound(exchanges, eventLoop: channel.eventLoop),
-                                                goingAway: exchanges.goingAway)
+                                                load: exchanges.load)
                     return (exchanges.active.futureResult, connection)
                 }
                 .flatMap { active, connection in active.map { @Sendable in connection } }
@@ -218,16 +231,13 @@ final class UpstreamConnections: Sendable {
     }
 
     func shutdown() {
-        let slots = state.withLockedValue { state in
-            defer { state.slots = state.slots.map { _ in .empty } }
-            return state.slots
+        let pools = state.withLockedValue { state in
+            defer { state.pools = [:] }
+            return state.pools.values
         }
-        for slot in slots {
-            switch slot {
-            case .open(let connection): connection.channel.close(promise: nil)
-            case .connecting(_, let future): future.whenSuccess { $0.channel.close(promise: nil) }
-            case .empty: break
-            }
+        for pool in pools {
+            for connection in pool.open { connection.channel.close(promise: nil) }
+            pool.connecting?.future.whenSuccess { $0.channel.close(promise: nil) }
         }
     }
 }
@@ -236,17 +246,17 @@ final class UpstreamConnections: Sendable {
 final class Connection: Sendable {
     let channel: any Channel
     let exchanges: NIOLoopBound<Exchanges>
-    /// Set on the connection's loop when the upstream sent GOAWAY; read by whoever picks a connection.
-    let goingAway: GoingAway
+    /// Written on the connection's loop, read by whoever picks a connection.
+    let load: Load
 
-    init(channel: any Channel, exchanges: NIOLoopBound<Exchanges>, goingAway: GoingAway) {
+    init(channel: any Channel, exchanges: NIOLoopBound<Exchanges>, load: Load) {
         self.channel = channel
         self.exchanges = exchanges
-        self.goingAway = goingAway
+        self.load = load
     }
 
     /// Open, and the upstream has not asked for new streams to go elsewhere.
-    var isUsable: Bool { channel.isActive && !goingAway.value }
+    var isUsable: Bool { channel.isActive && !load.goingAway }
 
     func send(_ exchange: UpstreamConnections.Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) -> EventLoopFuture<Forwarder.Answer> {
         let loop = channel.eventLoop
@@ -266,11 +276,24 @@ final class Connection: Sendable {
     }
 }
 
-/// Whether the upstream sent GOAWAY on a connection, readable from any thread.
-final class GoingAway: Sendable {
-    private let flag = NIOLockedValueBox(false)
-    var value: Bool { flag.withLockedValue { $0 } }
-    func set() { flag.withLockedValue { $0 = true } }
+/// What a connection carries and may carry, and whether the upstream sent GOAWAY on it: kept by
+/// its `Exchanges`, readable from any thread.
+final class Load: Sendable {
+    private let streams = Atomic<Int>(0)
+    /// The upstream's `SETTINGS_MAX_CONCURRENT_STREAMS`; 100 until it says (RFC 9113 suggests
+    /// no less), and when it names none.
+    private let allowed = Atomic<Int>(100)
+    private let closing = Atomic<Bool>(false)
+
+    /// Requests sent and not yet answered.
+    var inFlight: Int { streams.load(ordering: .relaxed) }
+    /// As many streams as the upstream allows at once: another request would wait in NIO's buffer.
+    var isFull: Bool { streams.load(ordering: .relaxed) >= allowed.load(ordering: .relaxed) }
+    var goingAway: Bool { closing.load(ordering: .relaxed) }
+
+    func carrying(_ count: Int) { streams.store(count, ordering: .relaxed) }
+    func allow(_ count: Int) { allowed.store(count, ordering: .relaxed) }
+    func closingNow() { closing.store(true, ordering: .relaxed) }
 }
 
 /// The requests in flight on one upstream connection, in HTTP/2's own frames: each request is a
@@ -294,9 +317,11 @@ final class Exchanges: ChannelInboundHandler {
         var window = InboundWindow()
     }
 
-    let goingAway = GoingAway()
+    let load = Load()
     private var context: ChannelHandlerContext?
-    private var pending: [HTTP2StreamID: Pending] = [:]
+    private var pending: [HTTP2StreamID: Pending] = [:] {
+        didSet { load.carrying(pending.count) }
+    }
     private var nextStreamID: Int32 = 1
     /// The lowest last stream id of the GOAWAYs received.
     private var lastStreamID: HTTP2StreamID?
@@ -330,7 +355,7 @@ final class Exchanges: ChannelInboundHandler {
     /// Sends a request on a new stream (on the connection's loop).
     func send(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline) {
         guard let context, context.channel.isActive, lastStreamID == nil, nextStreamID < Int32.max - 2 else {
-            goingAway.set()
+            load.closingNow()
             answer.fail(UpstreamError.unsent("the connection is closing"))
             return
         }
@@ -380,10 +405,12 @@ final class Exchanges: ChannelInboundHandler {
             if data.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             fail(frame.streamID, code == .refusedStream ? UpstreamError.unsent("stream refused") : UpstreamError.noAnswer("stream reset: \(code)"))
+        case .settings(.settings(let settings)):
+            for setting in settings where setting.parameter == .maxConcurrentStreams { load.allow(setting.value) }
         case .goAway(let last, _, _):
             // Streams above the last id were not acted on: they go again on another connection.
             lastStreamID = min(lastStreamID ?? last, last)
-            goingAway.set()
+            load.closingNow()
             for stream in pending.keys where stream > last { fail(stream, UpstreamError.unsent("refused (GOAWAY)")) }
         default:
             break

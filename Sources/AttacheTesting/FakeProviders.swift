@@ -110,7 +110,8 @@ public final class FakeProvider: Sendable {
     /// The next requests meet these, one each.
     public func inject(_ faults: Fault...) { rules.state.withLockedValue { $0.faults += faults } }
 
-    public init(_ kind: Kind, tls: TLS? = nil) throws {
+    /// `streams`: the streams a connection may carry at once (its SETTINGS_MAX_CONCURRENT_STREAMS).
+    public init(_ kind: Kind, tls: TLS? = nil, streams: Int = 100) throws {
         let rules = FakeProviderRules(kind: kind)
         self.rules = rules
         scheme = tls == nil ? "http" : "https"
@@ -135,8 +136,13 @@ public final class FakeProvider: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let number = rules.state.withLockedValue { $0.connections += 1; return $0.connections }
                     if let sslContext { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
+                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    connection.initialSettings = [
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: streams),
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
+                    ]
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()
+                        mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             try stream.pipeline.syncOperations.addHandler(FakeProviderStream(rules: rules, connection: number))

@@ -31,12 +31,13 @@ struct RelayHarness {
     /// Runs `body` with a client to a relay forwarding to the fakes (or, with `closed`, to a port
     /// where nothing listens); `configure` sets what else the relay runs with.
     static func with(apns: FakeProvider.APNs = .init(), fcm: FakeProvider.FCM = .init(), tls: FakeProvider.TLS? = nil,
-                     closed: Bool = false, tenants: [Tenant]? = nil, configure: (inout RelayConfiguration) throws -> Void = { _ in },
+                     upstreamStreams: Int = 100, closed: Bool = false, tenants: [Tenant]? = nil, configure: (inout RelayConfiguration) throws -> Void = { _ in },
                      credentials: (RelayConfiguration) throws -> ProviderCredentials = { _ in ProviderCredentials() },
                      _ body: @Sendable (RelayClient, Upstreams, Origin) async throws -> Void) async throws {
         let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
         defer { origin.stop() }
-        let upstreams = Upstreams(apns: try FakeProvider(.apns(apns), tls: tls), fcm: try FakeProvider(.fcm(fcm), tls: tls))
+        let upstreams = Upstreams(apns: try FakeProvider(.apns(apns), tls: tls, streams: upstreamStreams),
+                                  fcm: try FakeProvider(.fcm(fcm), tls: tls, streams: upstreamStreams))
         defer {
             upstreams.apns.stop()
             upstreams.fcm.stop()
@@ -259,6 +260,28 @@ struct RelayClient {
             let away = upstreams.apns.wentAway
             #expect(away.count == 1)
             #expect(received.dropFirst().allSatisfy { !away.contains($0.connection) })
+        }
+    }
+
+    /// An upstream that takes one stream per connection at a time: the relay opens more
+    /// connections as its requests fill those it has (it kept a fixed two, one per core, and the
+    /// rest waited in NIO's buffer), and every request still goes once.
+    @Test func moreUpstreamConnectionsOpenAsTheirStreamsFill() async throws {
+        try await RelayHarness.with(upstreamStreams: 1) { client, upstreams, _ in
+            upstreams.apns.delay(.milliseconds(100))
+            for wave in 0..<4 {
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for n in 0..<6 {
+                        group.addTask { try await client.post("/3/device/abc", #"{"aps":{"alert":"\#(wave * 6 + n)"}}"#, fields: Self.apnsFields).status }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(statuses == Array(repeating: 200, count: 6))
+            }
+            #expect(upstreams.apns.received.count == 24)
+            #expect(Set(upstreams.apns.received.map { String(decoding: $0.body, as: UTF8.self) }).count == 24)
+            #expect(upstreams.apns.connections > 2)
+            #expect(upstreams.apns.connections <= System.coreCount * Forwarder.connectionsPerLoop)
         }
     }
 
