@@ -73,9 +73,12 @@ measure() {  # label url body name proxy-pid [h2load's load options]
   local load=("${@:6}")
   [ ${#load[@]} -gt 0 ] || load=(-c 8 -m 32)
   local proxy_before=0 up_before
+  # A second's warm-up of its own: h2load leaves the requests of its --warm-up-time out of its
+  # count, and the CPU read from /proc around it would count that second's work too.
+  h2load -D 1 "${load[@]}" "${headers[@]}" -d "$3" "$2" > /dev/null 2>&1
   [ "$5" = - ] || proxy_before=$(ticks "$5")
   up_before=$(ticks "$upstream")
-  h2load -D "$seconds" --warm-up-time=1 "${load[@]}" "${headers[@]}" -d "$3" --log-file="$work/$4.log" "$2" > "$work/h2load.out" 2>&1
+  h2load -D "$seconds" "${load[@]}" "${headers[@]}" -d "$3" --log-file="$work/$4.log" "$2" > "$work/h2load.out" 2>&1
   local proxy_ticks=0 up_ticks
   [ "$5" = - ] || proxy_ticks=$(( $(ticks "$5") - proxy_before ))
   up_ticks=$(( $(ticks "$upstream") - up_before ))
@@ -88,7 +91,6 @@ times = sorted(int(line.split()[2]) for line in open(log) if line.strip())
 rate = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
 count = max(len(times), 1)
 at = lambda q: times[min(len(times) - 1, int(q * len(times)))] / 1000 if times else 0
-# The ticks cover the warm-up too: CPU per request over every request sent, warm-up included.
 sent = int(done.group(2))
 proxy_us = int(proxy_ticks) * 10000 / max(sent, 1)
 up_us = int(up_ticks) * 10000 / max(sent, 1)
