@@ -419,10 +419,10 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         // The media policy runs in the fetch engine on the first bytes; the format it sniffed
         // there is the one every later stage uses.
         let sniffed = SniffedFormat()
-        var request = FetchRequest(url: media.url, maxBytes: PrefixPolicy.mostBytes(limits: limits, transcode: transcode),
+        var request = FetchRequest(url: media.url, maxBytes: limits.mostBytes(transcode: transcode),
                                    prefixLength: Sniffer.prefixLength) { prefix in
             do throws(MediaError) {
-                let (format, maxBytes) = try PrefixPolicy.judge(prefix, limits: limits, transcode: transcode)
+                let (format, maxBytes) = try limits.judge(prefix: prefix, transcode: transcode)
                 sniffed.value.withLock { $0 = format }
                 return .accept(maxBytes: maxBytes)
             } catch {

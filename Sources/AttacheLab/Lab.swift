@@ -88,7 +88,7 @@ public final class Lab: Sendable {
         do {
             try makeDirectories(originRoot + "/staged")
             let found = try Self.loadSamples(configuration.samples, into: originRoot)
-            origin = try AttacheOrigin.Origin(configuration: .init(host: "127.0.0.1", port: 0, root: originRoot))
+            origin = try AttacheOrigin.Origin(host: "127.0.0.1", port: 0, root: originRoot)
             originURL = "http://127.0.0.1:\(origin.port)"
             samples = found.map { [originURL] in ($0.name, $0.text.replacingAll(Self.samplesOrigin, with: originURL)) }
             var options = options

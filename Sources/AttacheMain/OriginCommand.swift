@@ -41,7 +41,7 @@ struct OriginCommand: AsyncParsableCommand {
                 byPath[member.key] = OriginFault.parameters(query)
             }
         }
-        let origin = try Origin(configuration: .init(host: host, port: port, root: root, faults: byPath))
+        let origin = try Origin(host: host, port: port, root: root, faults: byPath)
         writeStdout(Array("origin listening on http://\(host):\(origin.port)\n".utf8))
         while true { sleep(3600) }
     }

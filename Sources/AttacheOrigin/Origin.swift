@@ -8,26 +8,6 @@ import Glibc
 /// on loopback, with faults chosen per request (see `OriginFault`). Plain sockets and one thread
 /// per connection, so a stalled or hanging answer never holds up another.
 public final class Origin: Sendable {
-    public struct Configuration: Sendable {
-        public var host: String
-        public var port: Int
-        /// Files are served from here, by path.
-        public var root: String?
-        /// Files served from memory, by path (`/cat.jpg`); they win over `root`.
-        public var files: [String: [UInt8]]
-        /// Faults by path (`/slow.jpg` → `["delay": "2000"]`), applied under the request's own query.
-        public var faults: [String: [String: String]]
-
-        public init(host: String = "127.0.0.1", port: Int = 0, root: String? = nil, files: [String: [UInt8]] = [:],
-                    faults: [String: [String: String]] = [:]) {
-            self.faults = faults
-            self.host = host
-            self.port = port
-            self.root = root
-            self.files = files
-        }
-    }
-
     public struct Statistics: Sendable {
         public var connections = 0
         public var requests = 0
@@ -42,41 +22,52 @@ public final class Origin: Sendable {
 
     private let state = Mutex(State())
     private let listener: Int32
-    private let configuration: Configuration
+    private let host: String
+    /// Files are served from here, by path.
+    private let root: String?
+    /// Files served from memory, by path (`/cat.jpg`); they win over `root`.
+    private let files: [String: [UInt8]]
+    /// Faults by path (`/slow.jpg` → `["delay": "2000"]`), applied under the request's own query.
+    private let faults: [String: [String: String]]
     public let port: Int
 
-    public init(configuration: Configuration = Configuration()) throws {
-        self.configuration = configuration
+    /// Listens on `host` (an IPv4 address) and `port` (0: a free one, then `port` says which).
+    public init(host: String = "127.0.0.1", port: Int = 0, root: String? = nil, files: [String: [UInt8]] = [:],
+                faults: [String: [String: String]] = [:]) throws {
+        self.host = host
+        self.root = root
+        self.files = files
+        self.faults = faults
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw OriginError(.cannotListen, "socket failed: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
-        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             close(fd)
-            throw OriginError(.badHost, "origin host must be an IPv4 address, got \(configuration.host)")
+            throw OriginError(.badHost, "origin host must be an IPv4 address, got \(host)")
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard bound == 0, listen(fd, 1024) == 0 else {
             close(fd)
-            throw OriginError(.cannotListen, "cannot listen on \(configuration.host):\(configuration.port)")
+            throw OriginError(.cannotListen, "cannot listen on \(host):\(port)")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = Int(UInt16(bigEndian: address.sin_port))
         startDetachedThread(name: "origin-accept") { [self] in self.acceptLoop() }
     }
 
     /// `http://127.0.0.1:PORT/path`.
     public func url(_ path: String) -> String {
-        "http://\(configuration.host):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+        "http://\(host):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
     }
 
     public var statistics: Statistics { state.withLock { $0.stats } }
@@ -131,12 +122,12 @@ public final class Origin: Sendable {
 
     /// The path's configured faults, overridden by the request's query.
     func fault(path: String, query: [String: String]) -> OriginFault {
-        OriginFault(query: (configuration.faults[path] ?? [:]).merging(query) { $1 })
+        OriginFault(query: (faults[path] ?? [:]).merging(query) { $1 })
     }
 
     func file(at path: String) -> [UInt8]? {
-        if let bytes = configuration.files[path] { return bytes }
-        guard let root = configuration.root, !path.contains(".."), path.hasPrefix("/") else { return nil }
+        if let bytes = files[path] { return bytes }
+        guard let root, !path.contains(".."), path.hasPrefix("/") else { return nil }
         return readWholeFile(root + path)
     }
 }

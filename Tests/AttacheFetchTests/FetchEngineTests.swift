@@ -306,7 +306,7 @@ extension FetchEngineTesting {
     var loopback: AddressPolicy { AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]) }
 
     static func makeOrigin() throws -> Origin {
-        try Origin(configuration: .init(files: ["/media.bin": body, "/small.bin": [1, 2, 3], "/hello.gz": gzipHello]))
+        try Origin(files: ["/media.bin": body, "/small.bin": [1, 2, 3], "/hello.gz": gzipHello])
     }
 
     func engine(_ policy: AddressPolicy? = nil, memoryThreshold: Int = 1 << 20, tempDirectory: String = "/tmp") throws -> FetchEngine {

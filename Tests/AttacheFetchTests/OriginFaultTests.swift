@@ -86,7 +86,7 @@ import AttacheOrigin
     }
 
     @Test func faultsCanBeConfiguredByPath() async throws {
-        let configured = try Origin(configuration: .init(files: ["/a.bin": [1, 2, 3]], faults: ["/a.bin": ["status": "503"]]))
+        let configured = try Origin(files: ["/a.bin": [1, 2, 3]], faults: ["/a.bin": ["status": "503"]])
         let engine = try engine()
         defer { engine.shutdown(); configured.stop(); origin.stop() }
         guard case .failure(let error) = await fetch(engine, configured.url("/a.bin")) else {

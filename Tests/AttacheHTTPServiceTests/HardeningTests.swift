@@ -172,7 +172,7 @@ import Glibc
     @Test func aSlowOriginDoesNotStarveAnotherOne() async throws {
         let h = try ServiceHarness(deadline: .seconds(30), cache: false, maxMediaJobs: 2)
         defer { h.stop() }
-        let slow = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let slow = try Origin(root: Fixtures.mediaDirectory)
         defer { slow.stop() }
         try await h.app.test(.router) { client in
             try await withThrowingTaskGroup(of: Void.self) { group in

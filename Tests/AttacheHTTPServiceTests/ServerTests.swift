@@ -25,7 +25,7 @@ struct ServiceHarness {
 
     init(tokens: [String] = [], maxInFlight: Int = 64, deadline: Duration = Fixtures.generousDeadline, cache: Bool = true,
          maxMediaJobs: Int = 32, connections: ConnectionLimits = ConnectionLimits(), minimumFreeBytes: Int = 0) throws {
-        origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        origin = try Origin(root: Fixtures.mediaDirectory)
         mediaDirectory = try makeTempDirectory()
         var options = Enrichment.Configuration()
         options.storage.directory = mediaDirectory

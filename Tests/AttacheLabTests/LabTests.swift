@@ -149,7 +149,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         let h = try LabHarness()
         defer { h.lab.shutdown() }
         // Another server on loopback (here: a second origin), as a developer's machine has.
-        let other = try AttacheOrigin.Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let other = try AttacheOrigin.Origin(root: Fixtures.mediaDirectory)
         defer { other.stop() }
         let url = "http://127.0.0.1:\(other.port)/photo.jpg"
         let payload = "{\"aps\":{\"alert\":\"hi\",\"mutable-content\":1},\"image_url\":\"\(url)\"}"

@@ -52,7 +52,7 @@ extension QueueWorkerTests {
             return budgets
         }
 
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         var worker: [Int] = []
         try await NATSServer.with { server in

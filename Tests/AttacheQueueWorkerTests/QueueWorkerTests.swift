@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func everyMessageComesOutOnceWithItsIdAndOutcome() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         try await NATSServer.with { server in
             try await withWorker(server, origin: origin) { client in
@@ -125,7 +125,7 @@ import Testing
     /// (a redelivery, already late, would put the original out first, and the movie's publish
     /// would then be dropped as a duplicate).
     @Test func aMessageWaitsForItsConversionPastTheAckWait() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let decoder = HeldConversions()
         defer { decoder.release() }
@@ -159,7 +159,7 @@ import Testing
     /// (its hosts, its store prefix); without one of the file, the original goes out. A tenant past
     /// its rate gets its messages back later: each still comes out once, and is enriched.
     @Test func messagesAreTheirTenantsAndComeOutOnceEvenPastARate() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let image = #"{"aps":{"alert":"t","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#
         try await NATSServer.with { server in
@@ -192,7 +192,7 @@ import Testing
     /// On the last delivery the stream allows, a tenant past its limits gets the original out: a
     /// limit never loses a payload.
     @Test func pastItsLimitsOnTheLastDeliveryTheOriginalGoesOut() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         try await NATSServer.with { server in
             try await withWorker(server, origin: origin, tenants: try Self.tenants(), maxDeliver: 1) { client in
@@ -211,7 +211,7 @@ import Testing
     /// Time in the stream counts: a message whose deadline passed before a worker took it goes out
     /// as the original, reason timeout, without a fetch.
     @Test func aMessageAlreadyLateGoesOutAsTheOriginalAtOnce() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         try await NATSServer.with { server in
             let payload = Array(#"{"aps":{"alert":"late","mutable-content":1},"image-url":"http://127.0.0.1:\#(origin.port)/photo.jpg"}"#.utf8)
@@ -232,7 +232,7 @@ import Testing
     /// A worker that published and died before its ack: the redelivery's output is dropped by the
     /// output stream (same Nats-Msg-Id), so the input still has one output.
     @Test func aRepublishAfterACrashIsDropped() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         try await NATSServer.with { server in
             try await withWorker(server, origin: origin) { client in

@@ -34,7 +34,7 @@ struct RelayHarness {
                      upstreamStreams: Int = 100, closed: Bool = false, tenants: [Tenant]? = nil, configure: (inout RelayConfiguration) throws -> Void = { _ in },
                      credentials: (RelayConfiguration) throws -> ProviderCredentials = { _ in ProviderCredentials() },
                      _ body: @Sendable (RelayClient, Upstreams, Origin) async throws -> Void) async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let upstreams = Upstreams(apns: try FakeProvider(.apns(apns), tls: tls, streams: upstreamStreams),
                                   fcm: try FakeProvider(.fcm(fcm), tls: tls, streams: upstreamStreams))

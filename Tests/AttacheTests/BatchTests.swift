@@ -16,7 +16,7 @@ import Glibc
         let png = Fixtures.bytes("alpha.png")
         var files: [String: [UInt8]] = [:]
         for i in 0..<20 { files["/img/\(i).png"] = png }
-        return try Origin(configuration: .init(root: Fixtures.mediaDirectory, files: files))
+        return try Origin(root: Fixtures.mediaDirectory, files: files)
     }
 
     static func enrichment(_ media: String, cache: Bool = true) throws -> Enrichment {

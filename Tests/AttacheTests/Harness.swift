@@ -15,7 +15,7 @@ struct Harness {
     let mediaDirectory: String
 
     init(files: [String: [UInt8]] = [:]) throws {
-        origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory, files: files))
+        origin = try Origin(root: Fixtures.mediaDirectory, files: files)
         mediaDirectory = try makeTempDirectory()
     }
 

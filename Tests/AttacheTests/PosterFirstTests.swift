@@ -15,7 +15,7 @@ import Testing
 /// payload for the URL gets the movie.
 @Suite struct PosterFirstTests {
     @Test func thePosterIsAttachedInTimeAndTheMovieNextTime() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let directory = try makeTempDirectory()
         let engine = try FetchEngine(configuration: .init(policy: AddressPolicy(allowed: [CIDR("127.0.0.1/32")!]), tempDirectory: directory))
@@ -80,7 +80,7 @@ import Testing
     /// at its deadline is enriched again once the conversion (still the first one) has ended, and
     /// gets the movie.
     @Test func aPayloadThatWaitsForItsConversionGetsTheMovie() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let decoder = HeldConversions()
         let enrichment = try Self.waitingEnrichment(decoder)
@@ -107,7 +107,7 @@ import Testing
     /// A sound has no poster: at its deadline the payload has nothing, and says the sound is being
     /// converted; waiting, it gets the sound.
     @Test func aSoundStillBeingConvertedIsWaitedFor() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let decoder = HeldConversions()
         let enrichment = try Self.waitingEnrichment(decoder)
@@ -129,7 +129,7 @@ import Testing
     /// A wait that is cancelled (a worker stopping), or not configured (the service), answers with
     /// the payload as it first went out.
     @Test func aWaitCancelledOrNotWantedAnswersTheFirstPayload() async throws {
-        let origin = try Origin(configuration: .init(root: Fixtures.mediaDirectory))
+        let origin = try Origin(root: Fixtures.mediaDirectory)
         defer { origin.stop() }
         let decoder = HeldConversions()
         defer { decoder.release() }

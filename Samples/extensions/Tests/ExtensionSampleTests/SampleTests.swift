@@ -81,10 +81,10 @@ import TitleRewriter
 
 @Suite struct ContentFetchTests {
     static func origin() throws -> Origin {
-        try Origin(configuration: .init(files: [
+        try Origin(files: [
             "/messages/m-1": Array(#"{"title":"Ana","body":"See you at 8"}"#.utf8),
             "/messages/bad": Array("<html>".utf8),
-        ]))
+        ])
     }
 
     func run(_ id: String, origin: Origin, deadline: Duration = .seconds(5), allow: Bool = true) async throws -> (Emission, [UInt8]) {
@@ -118,7 +118,7 @@ import TitleRewriter
 
     /// The app server never answers: the original goes out at the deadline, not later.
     @Test func aHungServerCostsTheDeadlineAndNoMore() async throws {
-        let origin = try Origin(configuration: .init(files: ["/messages/m-1": Array("{}".utf8)], faults: ["/messages/m-1": ["hang": "1"]]))
+        let origin = try Origin(files: ["/messages/m-1": Array("{}".utf8)], faults: ["/messages/m-1": ["hang": "1"]])
         defer { origin.stop() }
         let deadline = Duration.milliseconds(300)
         let start = ContinuousClock.now
