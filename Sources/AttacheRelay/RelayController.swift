@@ -158,20 +158,23 @@ struct RelayController: Sendable {
     func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
         switch start(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
         case .answered(let answer): await Self.settled(answer, provider: provider, request: request)
-        case .task(let gated): await relayInTask(request, provider: provider, app: app, gated: gated)
+        case .task(let gated): await Self.settled(await relayInTask(request, provider: provider, app: app, gated: gated), provider: provider,
+                                                  request: request)
         }
     }
 
-    /// The task's part of `relay`, for a request `start` did not answer. With traces on, the
-    /// payload's span goes under the client's `traceparent` (which is forwarded upstream as it
-    /// came, like every other header).
-    func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> RelayAnswer {
+    /// The task's part of `relay`, for a request `start` did not answer: the payload enriched
+    /// (or not) and sent; the upstream's answer comes on the client's event loop, where it is
+    /// written back with no hop through the task again. With traces on, the payload's span goes
+    /// under the client's `traceparent` (which is forwarded upstream as it came, like every other
+    /// header).
+    func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> EventLoopFuture<RelayAnswer> {
         await PayloadTrace.within(contextFrom: { request.field($0) }) {
             await enrichAndForward(request, provider: provider, app: app, gated: gated)
         }
     }
 
-    private func enrichAndForward(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> RelayAnswer {
+    private func enrichAndForward(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> EventLoopFuture<RelayAnswer> {
         // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
         // reason in Attache-Outcome (a relay that held notifications back would lose them). Only
         // a request to enrich enters its tenant's limits: they bound media work, which a
@@ -196,10 +199,10 @@ struct RelayController: Sendable {
         do {
             authorization = try await credential(for: provider)
         } catch {
-            return noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget)
+            let loop = request.loop ?? MultiThreadedEventLoopGroup.singleton.any()
+            return loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget))
         }
-        let answer = forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
-        return await Self.settled(answer, provider: provider, request: request)
+        return forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
     }
 
     /// A request that needs neither enrichment nor a credential still to be bought — a

@@ -124,7 +124,8 @@ final class RelayStreams: ChannelInboundHandler {
     }
 
     /// The whole request goes to the controller; its answer comes back on this connection's
-    /// loop. A passthrough is forwarded from here; a request to enrich goes to a task.
+    /// loop. A passthrough is forwarded from here; a request to enrich goes to a task, which
+    /// sends it upstream on a connection of this loop, whose answer is written from here.
     private func send(_ id: HTTP2StreamID) {
         guard let context, case .body(let request, let provider, let app, _)? = streams[id] else { return }
         streams[id] = .answering
@@ -135,7 +136,7 @@ final class RelayStreams: ChannelInboundHandler {
             answer = atOnce
         case .task(let gated):
             let promise = loop.makePromise(of: RelayAnswer.self)
-            promise.completeWithTask { await controller.relayInTask(request, provider: provider, app: app, gated: gated) }
+            Task { promise.completeWith(await controller.relayInTask(request, provider: provider, app: app, gated: gated)) }
             answer = promise.futureResult
         }
         let bound = NIOLoopBound(self, eventLoop: loop)
