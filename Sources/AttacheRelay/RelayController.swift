@@ -87,22 +87,40 @@ enum RelayRoute: Sendable {
     /// Neither send API.
     case badPath
 
-    /// `POST /3/device/{token}` and `POST /v1/projects/{project}/messages:send`, a segment each.
+    /// `POST /3/device/{token}` and `POST /v1/projects/{project}/messages:send`, a segment each
+    /// (the query aside). Read as bytes: every request is routed, and splitting the path into
+    /// `Character`s cost more than the rest of forwarding a passthrough's headers.
     init(method: String, path: String, topic: @autoclosure () -> String?) {
-        let segments = path.prefix { $0 != "?" }.split(separator: "/", omittingEmptySubsequences: false)
+        let bytes = path.utf8.prefix { $0 != UInt8(ascii: "?") }
         let provider: Provider, app: String?
-        if segments.count == 4, segments[1] == "3", segments[2] == "device", !segments[3].isEmpty {
+        if Self.segment(of: bytes, after: Self.apnsPrefix, before: nil) != nil {
             provider = .apns
             app = method == "POST" ? topic() : nil
-        } else if segments.count == 5, segments[1] == "v1", segments[2] == "projects", !segments[3].isEmpty,
-                  segments[4] == "messages:send" {
+        } else if let project = Self.segment(of: bytes, after: Self.fcmPrefix, before: Self.fcmSuffix) {
             provider = .fcm
-            app = String(segments[3])
+            app = String(path[project])
         } else {
             self = .badPath
             return
         }
         self = method == "POST" ? .send(provider, app: app) : .methodNotAllowed(provider)
+    }
+
+    private static let apnsPrefix = Array("/3/device/".utf8)
+    private static let fcmPrefix = Array("/v1/projects/".utf8)
+    private static let fcmSuffix = Array("/messages:send".utf8)
+
+    /// What lies between `prefix` and `suffix` (the end of `path` when nil): one segment, not
+    /// empty; nil when `path` is not so.
+    private static func segment(of path: Substring.UTF8View, after prefix: [UInt8], before suffix: [UInt8]?) -> Range<String.Index>? {
+        guard path.starts(with: prefix) else { return nil }
+        var rest = path.dropFirst(prefix.count)
+        if let suffix {
+            guard rest.count > suffix.count, rest.reversed().starts(with: suffix.reversed()) else { return nil }
+            rest = rest.dropLast(suffix.count)
+        }
+        guard !rest.isEmpty, !rest.contains(UInt8(ascii: "/")) else { return nil }
+        return rest.startIndex..<rest.endIndex
     }
 
     /// The answer to a request that is not sent: nil for one that is.

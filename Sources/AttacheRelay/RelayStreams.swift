@@ -161,12 +161,15 @@ final class RelayStreams: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let created = event as? NIOHTTP2StreamCreatedEvent {
+        // Most events are window updates: their type is compared before any cast, which for an
+        // `Any` that is not the type asked for costs a walk through the runtime's conformances.
+        let type = ObjectIdentifier(Swift.type(of: event))
+        if type == ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self), let created = event as? NIOHTTP2StreamCreatedEvent {
             open += 1
             highest = max(highest, created.streamID)
             idle?.cancel()
             idle = nil
-        } else if let closed = event as? StreamClosedEvent {
+        } else if type == ObjectIdentifier(StreamClosedEvent.self), let closed = event as? StreamClosedEvent {
             ended(closed.streamID)
             open -= 1
             if open == 0 {

@@ -419,7 +419,9 @@ final class Exchanges: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // A stream NIO closed without an answer (a protocol error, the connection going away).
-        if let closed = event as? StreamClosedEvent, pending[closed.streamID] != nil {
+        // The type compared first, as `RelayStreams` does: most events are window updates.
+        if ObjectIdentifier(type(of: event)) == ObjectIdentifier(StreamClosedEvent.self), let closed = event as? StreamClosedEvent,
+           pending[closed.streamID] != nil {
             let refused = closed.reason == .refusedStream || lastStreamID.map { closed.streamID > $0 } ?? false
             fail(closed.streamID, refused ? UpstreamError.unsent("refused") : UpstreamError.noAnswer("the stream closed"))
         }
