@@ -92,32 +92,32 @@ final class MetricHandles: Sendable {
     private let factory: any MetricsFactory
     private let counters = Mutex<[[String]: Counter]>([:])
     private let timers = Mutex<[[String]: Timer]>([:])
-    private let gauges = Mutex<[String: Gauge]>([:])
+    private let gauges = Mutex<[[String]: Gauge]>([:])
 
     init(factory: any MetricsFactory) {
         self.factory = factory
     }
 
     func counter(_ label: String, _ dimensions: [(String, String)] = []) -> Counter {
-        let key = Self.key(label, dimensions)
-        if let made = counters.withLock({ $0[key] }) { return made }
-        let made = Counter(label: label, dimensions: dimensions, factory: factory)
-        counters.withLock { $0[key] = made }
-        return made
+        Self.kept(in: counters, Self.key(label, dimensions)) { Counter(label: label, dimensions: dimensions, factory: factory) }
     }
 
     func timer(_ label: String, _ dimensions: [(String, String)]) -> Timer {
-        let key = Self.key(label, dimensions)
-        if let made = timers.withLock({ $0[key] }) { return made }
-        let made = Timer(label: label, dimensions: dimensions, factory: factory)
-        timers.withLock { $0[key] = made }
-        return made
+        Self.kept(in: timers, Self.key(label, dimensions)) { Timer(label: label, dimensions: dimensions, factory: factory) }
     }
 
     func gauge(_ label: String) -> Gauge {
-        if let made = gauges.withLock({ $0[label] }) { return made }
-        let made = Gauge(label: label, factory: factory)
-        gauges.withLock { $0[label] = made }
+        Self.kept(in: gauges, [label]) { Gauge(label: label, factory: factory) }
+    }
+
+    /// The handle kept under `key`, made and kept on first use. Two threads making the same one at
+    /// once both make it; the factory hands both the same registry entry, so either is kept.
+    private static func kept<Handle: Sendable>(
+        in store: borrowing Mutex<[[String]: Handle]>, _ key: [String], make: () -> Handle
+    ) -> Handle {
+        if let made = store.withLock({ $0[key] }) { return made }
+        let made = make()
+        store.withLock { $0[key] = made }
         return made
     }
 
