@@ -15,7 +15,9 @@
 # passthrough rate; one at a time, p99 at most 0.3 ms above nghttpx's; peak RSS at most 64 MB.
 # Then traces: a second relay, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
 # sampled, exported to a local OTLP/HTTP sink that keeps nothing), cached enrichment at m32 beside
-# the untraced relay's (goal: at most 5 % slower). Traces off is the relay measured above: with no
+# the untraced relay's (goal: at most 5 % slower), and the spans that reached the sink against the
+# two each payload makes (its own and its attachment's): spans the exporter could not keep up with
+# are dropped, and the rate would not show it. Traces off is the relay measured above: with no
 # OTEL_* variable no tracer exists, and a payload costs one check.
 #   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (D=10 seconds per measure; QUICK=1: 3)
 set -euo pipefail
@@ -75,14 +77,14 @@ measure() {  # label url body name proxy-pid [h2load's load options]
   local proxy_before=0 up_before
   # A second's warm-up of its own: h2load leaves the requests of its --warm-up-time out of its
   # count, and the CPU read from /proc around it would count that second's work too.
-  h2load -D 1 "${load[@]}" "${headers[@]}" -d "$3" "$2" > /dev/null 2>&1
+  h2load -D 1 "${load[@]}" "${headers[@]}" -d "$3" "$2" > "$work/$4.warm" 2>&1
   [ "$5" = - ] || proxy_before=$(ticks "$5")
   up_before=$(ticks "$upstream")
-  h2load -D "$seconds" "${load[@]}" "${headers[@]}" -d "$3" --log-file="$work/$4.log" "$2" > "$work/h2load.out" 2>&1
+  h2load -D "$seconds" "${load[@]}" "${headers[@]}" -d "$3" --log-file="$work/$4.log" "$2" > "$work/$4.out" 2>&1
   local proxy_ticks=0 up_ticks
   [ "$5" = - ] || proxy_ticks=$(( $(ticks "$5") - proxy_before ))
   up_ticks=$(( $(ticks "$upstream") - up_before ))
-  python3 - "$1" "$work/h2load.out" "$work/$4.log" "$work/$4.num" "$proxy_ticks" "$up_ticks" <<'PY'
+  python3 - "$1" "$work/$4.out" "$work/$4.log" "$work/$4.num" "$proxy_ticks" "$up_ticks" <<'PY'
 import re, sys
 label, out, log, num, proxy_ticks, up_ticks = sys.argv[1:]
 text = open(out).read()
@@ -113,6 +115,7 @@ for m in 32 100; do
 done
 sink=$(free_port) traced_port=$(free_port)
 python3 Tests/cli/otlp.py sink "$sink" > "$work/sink.log" 2>&1 &
+sink_pid=$!
 pids+=($!)
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
   "$bin" relay --port "$traced_port" --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" \
@@ -124,15 +127,23 @@ traced_url="http://127.0.0.1:$traced_port/3/device/abc"
 curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "$traced_url"
 measure "through attache relay, enriched (cached), m32" "$relay_url" "$work/media.json" untraced32 "$relay" -c 8 -m 32
 measure "… the same, traces on (every span exported)" "$traced_url" "$work/media.json" traced32 "$traced" -c 8 -m 32
+# The spans that reached the sink, against the payloads the traced relay enriched (the curl, the
+# warm-up and the window): a cached payload makes two, its own and its attachment's. Stopped
+# first, the relay exports what it still holds.
 kill "$traced"
+wait "$traced" 2>/dev/null || true
+kill "$sink_pid"
+wait "$sink_pid" 2>/dev/null || true
+enriched=$(sed -n 's/^requests: [0-9]* total, [0-9]* started, \([0-9]*\) done.*/\1/p' "$work/traced32.warm" "$work/traced32.out")
+spans=$(sed -n 's/^received [0-9]* exports, \([0-9]*\) spans.*/\1/p' "$work/sink.log")
 one=(-c 1 -m 1)
 measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 - "${one[@]}"
 measure "one at a time: through nghttpx" "$proxy_url" "$work/plain.json" proxy1 "$nghttpx" "${one[@]}"
 measure "one at a time: through attache relay" "$relay_url" "$work/plain.json" relay1 "$relay" "${one[@]}"
 peak=$(awk '/VmHWM/ { print $2 }' "/proc/$relay/status")
-python3 - "$work" "$peak" <<'PY'
+python3 - "$work" "$peak" "$((1 + $(echo $enriched | tr ' ' '+')))" "${spans:-0}" <<'PY'
 import sys
-w, peak = sys.argv[1], int(sys.argv[2])
+w, peak, enriched, spans = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 read = lambda name: [float(x) for x in open(f"{w}/{name}.num").read().split()]
 rate, p50, p99, cpu, up = range(5)
 proxy32, proxy100, relay32, relay100 = read("proxy32"), read("proxy100"), read("relay32"), read("relay100")
@@ -147,5 +158,6 @@ print(f"one at a time, p99 through the relay - through nghttpx: {relay1[p99] - p
 print(f"relay peak RSS: {peak / 1024:.0f} MB (goal <= 64 MB)")
 untraced, traced = read("untraced32"), read("traced32")
 print(f"cached enrichment with traces on / off: {traced[rate] / untraced[rate]:.2f}x the rate (goal >= 0.95x), "
-      f"{traced[cpu] / untraced[cpu]:.2f}x the relay's CPU per request ({traced[cpu] - untraced[cpu]:+.0f} us)")
+      f"{traced[cpu] / untraced[cpu]:.2f}x the relay's CPU per request ({traced[cpu] - untraced[cpu]:+.0f} us); "
+      f"spans exported: {spans} of {2 * enriched} ({spans / max(2 * enriched, 1):.0%}; two per payload)")
 PY

@@ -6,9 +6,10 @@ otlp.py serve PORT SPANS.jsonl
     appending one JSON line per span: ids in hex, name, kind, parent, start and end in ns, status,
     attributes, and the resource's service.name. Prints "listening" once bound.
 otlp.py sink PORT
-    Answers POST /v1/traces with an empty ExportTraceServiceResponse and keeps nothing, counting
-    the requests' bytes on SIGTERM's way out: a collector that costs the exporter nothing, for
-    Benchmarks/relay.sh.
+    Answers POST /v1/traces with an empty ExportTraceServiceResponse and keeps nothing, printing
+    the exports, spans and bytes it received on SIGTERM's way out: a collector that costs the
+    exporter nothing, for Benchmarks/relay.sh (which compares the spans with the payloads sent, so
+    that spans the exporter dropped show). It counts spans from the protobuf wire format itself.
 otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
     Checks the span tree of one payload enriched through DOOR (service, relay or worker) under the
     caller's trace: an attache.enrich span in TRACE_ID whose parent is PARENT_SPAN_ID (the caller's,
@@ -28,11 +29,48 @@ def value(v):
     return getattr(v, kind) if kind else None
 
 
+def fields(data):
+    """The (number, wire type, value) of a protobuf message's fields; a length-delimited value is
+    its bytes, any other its integer (fixed-width ones skipped by size)."""
+    i = 0
+    while i < len(data):
+        key, i = varint(data, i)
+        number, kind = key >> 3, key & 7
+        if kind == 0:
+            value, i = varint(data, i)
+        elif kind == 2:
+            size, i = varint(data, i)
+            value, i = data[i:i + size], i + size
+        elif kind in (1, 5):
+            value, i = None, i + (8 if kind == 1 else 4)
+        else:
+            raise ValueError(f"wire type {kind}")
+        yield number, kind, value
+
+
+def varint(data, i):
+    value = shift = 0
+    while True:
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def count_spans(body):
+    """Spans in an ExportTraceServiceRequest: resource_spans (1) > scope_spans (2) > spans (2)."""
+    return sum(1 for n, k, rs in fields(body) if n == 1 and k == 2
+               for m, j, ss in fields(rs) if m == 2 and j == 2
+               for o, l, _ in fields(ss) if o == 2 and l == 2)
+
+
 def serve(port, path=None):
     # Only the receiver decodes: the sink runs where the package may not be installed.
     if path is not None:
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-    received = [0, 0]
+    received = [0, 0, 0]
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -42,6 +80,9 @@ def serve(port, path=None):
             received[0] += 1
             received[1] += len(body)
             if path is None:
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                received[2] += count_spans(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
@@ -84,7 +125,7 @@ def serve(port, path=None):
     try:
         server.serve_forever()
     finally:
-        print(f"received {received[0]} exports, {received[1]} bytes", flush=True)
+        print(f"received {received[0]} exports, {received[2]} spans, {received[1]} bytes", flush=True)
 
 
 STAGES = {"dns", "connect", "tls", "first_byte", "download", "inspect", "render", "transcode", "store"}
