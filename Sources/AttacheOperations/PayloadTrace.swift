@@ -53,16 +53,16 @@ public struct PayloadTrace: Sendable {
             DefaultTracerClock.Instant(nanosecondsSinceEpoch: start + nanoseconds(ms))
         }
         let payload = tracer.startSpan("attache.enrich", context: parent, ofKind: .internal, at: at(0))
-        payload.updateAttributes { a in
-            a["attache.door"] = door
-            a["attache.outcome"] = report.outcome.rawValue
-            a["attache.reason"] = report.reason?.description
-            a["attache.deadline_ms"] = Int(report.deadlineMs)
-            a["attache.payload_bytes"] = report.payloadBytes
-            a["attache.attachments"] = report.attachments.count
-            a["attache.tenant"] = tenant
-            for (key, value) in attributes { a[key] = value }
-        }
+        var own = Attributes(capacity: 7 + attributes.count)
+        own.put("attache.door", door)
+        own.put("attache.outcome", report.outcome.rawValue)
+        own.put("attache.reason", report.reason?.description)
+        own.put("attache.deadline_ms", Int(report.deadlineMs))
+        own.put("attache.payload_bytes", report.payloadBytes)
+        own.put("attache.attachments", report.attachments.count)
+        own.put("attache.tenant", tenant)
+        for (key, value) in attributes { own.put(key, value) }
+        payload.updateAttributes { own.add(to: &$0) }
         // A payload that asked for media and went out without it is what an on-call engineer
         // looks for; a passthrough is no failure.
         if report.outcome == .fallback {
@@ -73,7 +73,8 @@ public struct PayloadTrace: Sendable {
             let first = stages.map(\.start).min() ?? 0
             let last = stages.map { $0.start + $0.length }.max() ?? first
             let span = tracer.startSpan("attache.attachment", context: payload.context, ofKind: .client, at: at(first))
-            span.updateAttributes { a in describe(attachment, into: &a) }
+            let described = describe(attachment)
+            span.updateAttributes { described.add(to: &$0) }
             if attachment.outcome == .failed {
                 span.setStatus(SpanStatus(code: .error, message: attachment.message ?? attachment.reason?.description))
             }
@@ -88,27 +89,58 @@ public struct PayloadTrace: Sendable {
 
     /// OpenTelemetry's names where one exists (url.*, server.*, network.peer.address,
     /// http.response.status_code); Attache's own under `attache.`.
-    private func describe(_ attachment: AttachmentReport, into a: inout SpanAttributes) {
-        a["attache.attachment.id"] = attachment.id
-        a["attache.attachment.outcome"] = attachment.outcome.description
-        a["attache.reason"] = attachment.reason?.description
-        a["attache.detail"] = attachment.detail?.rawValue
-        a["attache.cache"] = attachment.cache?.rawValue
-        a["attache.media.kind"] = attachment.kind?.rawValue
-        a["attache.media.format"] = attachment.format?.rawValue
-        a["attache.media.bytes"] = attachment.bytes
-        a["http.response.status_code"] = attachment.httpStatus
-        a["network.peer.address"] = attachment.connectedIP
+    private func describe(_ attachment: AttachmentReport) -> Attributes {
+        var a = Attributes(capacity: 14)
+        a.put("attache.attachment.id", attachment.id)
+        a.put("attache.attachment.outcome", attachment.outcome.description)
+        a.put("attache.reason", attachment.reason?.description)
+        a.put("attache.detail", attachment.detail?.rawValue)
+        a.put("attache.cache", attachment.cache?.rawValue)
+        a.put("attache.media.kind", attachment.kind?.rawValue)
+        a.put("attache.media.format", attachment.format?.rawValue)
+        a.put("attache.media.bytes", attachment.bytes)
+        a.put("http.response.status_code", attachment.httpStatus)
+        a.put("network.peer.address", attachment.connectedIP)
         if let url = URLSummary(attachment.source) {
-            a["url.full"] = url.withoutQuery
-            a["url.scheme"] = url.scheme
-            a["server.address"] = url.host
-            a["server.port"] = url.port
+            a.put("url.full", url.withoutQuery)
+            a.put("url.scheme", url.scheme)
+            a.put("server.address", url.host)
+            a.put("server.port", url.port)
         }
+        return a
     }
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
         UInt64(max(0, ms * 1_000_000))
+    }
+}
+
+/// A span's attributes gathered before they are handed over at once, in a dictionary made with
+/// room for them: `SpanAttributes`' subscript takes any `SpanAttributeConvertible` (a box and a
+/// dynamic conversion per value) and grows its dictionary key by key, which made a payload's two
+/// spans cost more to describe than to start. An absent value is left out, as the subscript does.
+private struct Attributes {
+    var values: [String: SpanAttribute]
+
+    init(capacity: Int) {
+        values = Dictionary(minimumCapacity: capacity)
+    }
+
+    mutating func put(_ key: String, _ value: String?) {
+        if let value { values[key] = .string(value) }
+    }
+
+    mutating func put(_ key: String, _ value: Int?) {
+        if let value { values[key] = .int64(Int64(value)) }
+    }
+
+    /// Onto a span's own: handed over whole when it has none yet (the span was just started).
+    func add(to attributes: inout SpanAttributes) {
+        if attributes.isEmpty {
+            attributes = SpanAttributes(values)
+        } else {
+            attributes.merge(SpanAttributes(values))
+        }
     }
 }
 
