@@ -126,7 +126,7 @@ for _ in $(seq 100); do grep -q listening "$work/traced.log" 2>/dev/null && brea
 traced_url="http://127.0.0.1:$traced_port/3/device/abc"
 curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "$traced_url"
 measure "through attache relay, enriched (cached), m32" "$relay_url" "$work/media.json" untraced32 "$relay" -c 8 -m 32
-measure "… the same, traces on (every span exported)" "$traced_url" "$work/media.json" traced32 "$traced" -c 8 -m 32
+measure "… the same, traces on (every span sampled)" "$traced_url" "$work/media.json" traced32 "$traced" -c 8 -m 32
 # The spans that reached the sink, against the payloads the traced relay enriched (the curl, the
 # warm-up and the window): a cached payload makes two, its own and its attachment's. Stopped
 # first, the relay exports what it still holds.
