@@ -79,17 +79,15 @@ def serve(port, path=None):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             received[0] += 1
             received[1] += len(body)
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
             if path is None:
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
                 received[2] += count_spans(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            if self.headers.get("Content-Encoding") == "gzip":
-                body = gzip.decompress(body)
             if self.path != "/v1/traces" or "protobuf" not in self.headers.get("Content-Type", ""):
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
