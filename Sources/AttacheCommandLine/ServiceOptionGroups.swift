@@ -82,21 +82,6 @@ public struct MetricsPortOptionGroup: ParsableArguments, FlagGroup {
     }
 }
 
-/// How long a client's connection may sit with nothing in flight (the service, the relay: each
-/// with its own default).
-public struct IdleTimeoutOptionGroup: ParsableArguments, FlagGroup {
-    @Option(name: .setting(.idleTimeout), help: .setting(.idleTimeout, "Time a client's connection may sit idle with no request in flight before it is closed",
-                                                         "default 60s for serve, 5m for relay, where 0 keeps it open"),
-            transform: parseDuration)
-    var idleTimeout: Duration?
-
-    public init() {}
-
-    public func flags(into flags: inout Flags) {
-        flags.set(.idleTimeout, idleTimeout)
-    }
-}
-
 /// The media cache of the long-running commands (the service, the worker, the relay).
 public struct CacheOptionGroup: ParsableArguments, FlagGroup {
     private static let defaults = MediaCache.Configuration()

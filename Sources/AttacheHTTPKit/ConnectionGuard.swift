@@ -3,19 +3,20 @@ import NIOCore
 import NIOHTTPTypes
 import Synchronization
 
-/// How long a connection may take over each part of HTTP/1.1, and how many may be open.
+/// How long a connection may take over each part of HTTP/1.1, how long it may sit idle, and how
+/// many may be open: what `serve` and `relay` each default and read from the same settings.
 public struct ConnectionLimits: Sendable {
     /// From the connection's start until a request's headers are in.
     public var headerTimeout: Duration
     /// From the headers until the whole body is in.
     public var bodyTimeout: Duration
-    /// Between a response and the next request's headers (keep-alive).
-    public var idleTimeout: Duration
+    /// Between a response and the next request (keep-alive); nil: open until the client closes it.
+    public var idleTimeout: Duration?
     /// Connections open at once; past that a request is answered 503 and its connection closed.
     public var maxConnections: Int
 
     public init(headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10),
-                idleTimeout: Duration = .seconds(60), maxConnections: Int = 4096) {
+                idleTimeout: Duration? = .seconds(60), maxConnections: Int = 4096) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
@@ -182,7 +183,7 @@ struct ConnectionGuardStateMachine {
         unanswered = max(0, unanswered - 1)
         guard unanswered == 0, state == .answering else { return .none }
         state = .waitingForHead(first: false)
-        return .arm(limits.idleTimeout)
+        return limits.idleTimeout.map { .arm($0) } ?? .disarm
     }
 
     /// The client closed its side: with a request unanswered nobody is left to read the answer,

@@ -28,16 +28,15 @@ public func buildRelayApplication(
 ) throws -> some ApplicationProtocol {
     let controller = RelayController(configuration: configuration, enrichment: enrichment, forwarder: forwarder, tenants: tenants,
                                      credentials: credentials, metrics: metrics, logger: logger)
-    // Limits on a client's connection: an idle one is closed after `idleTimeout`; past the caps
+    // Limits on a client's connection: an idle one is closed after the idle timeout; past the caps
     // (overall, per address) one is closed at once; HTTP/2 allows 100 concurrent streams, 16 KB
     // of headers per request and NIO's reset rate (swift-nio-http2's settings); HTTP/1.1 the same
     // headers, within the header and body timeouts; bodies are capped by `maxBodyBytes` as they
     // are read.
-    let idle = configuration.idleTimeout
+    let idle = configuration.connections.idleTimeout
     let http2 = RelayHTTP2(controller: controller, idleTimeout: idle)
-    // The cap is the connection's first handler's, over both protocols; a year stands for never.
-    let limits = ConnectionLimits(headerTimeout: configuration.connections.headerTimeout, bodyTimeout: configuration.connections.bodyTimeout,
-                                  idleTimeout: idle ?? .seconds(365 * 86_400), maxConnections: .max)
+    // The cap is the connection's first handler's, over both protocols.
+    let limits = { var limits = configuration.connections; limits.maxConnections = .max; return limits }()
     let watched = Connections()
     let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: watched), RequestMustEnd()],
                                            idleTimeout: idle.map { .nanoseconds($0.nanoseconds) },

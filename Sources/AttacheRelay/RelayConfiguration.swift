@@ -34,16 +34,15 @@ public struct RelayConfiguration: Sendable {
     public var upstreamTimeout: Duration
     /// Certificate authorities (PEM) trusted for the upstreams instead of the system's.
     public var upstreamCA: String?
-    /// A client's connection with nothing in flight for this long is closed.
-    public var idleTimeout: Duration? = .seconds(300)
     /// Largest request body: Apple's limit is 4 KB (5 KB for VoIP); an FCM request is larger.
     public var maxBodyBytes: Int
     /// Certificate-based APNs authentication: the provider's client certificate, presented to
     /// Apple on every APNs connection.
     public var apnsCertificate: Identity?
-    /// Slow clients over HTTP/1.1 (the time for a request's headers, then its body) and the cap
-    /// on connections open at once, over both protocols; the idle timeout is `idleTimeout`.
-    public var connections = ConnectionLimits()
+    /// Slow clients over HTTP/1.1 (the time for a request's headers, then its body), the time a
+    /// connection with nothing in flight is kept (over both protocols; a relay's clients keep
+    /// their connections long: 5 minutes), and the cap on connections open at once.
+    public var connections = ConnectionLimits(idleTimeout: .seconds(300))
     /// Connections open at once from one client address; past that, new ones are closed.
     public var maxConnectionsPerAddress = 256
 

@@ -1,12 +1,19 @@
 import ArgumentParser
 import AttacheCommandLine
 import AttacheHTTPKit
+import AttacheHTTPService
+import AttacheRelay
 import AttacheSupport
 import Configuration
 
-/// What slow or numerous clients may take of a long-running door, for `serve` and `relay` alike.
+/// What slow, idle or numerous clients may take of a long-running door, for `serve` and `relay`
+/// alike: the settings of `ConnectionLimits`, each door with its own defaults.
 struct ConnectionOptionGroup: ParsableArguments, FlagGroup {
     private static let defaults = ConnectionLimits()
+    private static var idleDefaults: String {
+        let text = { (limits: ConnectionLimits) in limits.idleTimeout.map(DurationText.format) ?? "never" }
+        return "default \(text(ServerConfiguration().connections)) for serve, \(text(RelayConfiguration().connections)) for relay, where 0 keeps it open"
+    }
 
     @Option(name: .setting(.headerTimeout), help: .setting(.headerTimeout, "Time an HTTP/1.1 connection has to send a request's headers, from its start",
                                                            "default \(DurationText.format(defaults.headerTimeout))"),
@@ -18,6 +25,11 @@ struct ConnectionOptionGroup: ParsableArguments, FlagGroup {
             transform: parseDuration)
     var bodyTimeout: Duration?
 
+    @Option(name: .setting(.idleTimeout), help: .setting(.idleTimeout, "Time a client's connection may sit idle with no request in flight before it is closed",
+                                                         idleDefaults),
+            transform: parseDuration)
+    var idleTimeout: Duration?
+
     @Option(name: .setting(.maxConnections), help: .setting(.maxConnections, "Connections open at once; past that, new ones are refused (serve answers their requests 503, the relay closes them)",
                                                             "default \(defaults.maxConnections)"))
     var maxConnections: Int?
@@ -25,17 +37,20 @@ struct ConnectionOptionGroup: ParsableArguments, FlagGroup {
     func flags(into flags: inout Flags) {
         flags.set(.headerTimeout, headerTimeout)
         flags.set(.bodyTimeout, bodyTimeout)
+        flags.set(.idleTimeout, idleTimeout)
         flags.set(.maxConnections, maxConnections)
     }
 }
 
 extension ConnectionLimits {
-    /// The timeouts and the cap; the idle timeout's default is the door's own.
-    init(reader: ConfigReader, idleTimeout: Duration) throws {
-        self.init()
+    /// The door's limits (`defaults`: its own), with what the settings name in their place; an
+    /// idle timeout of 0 keeps a connection open until its client closes it.
+    init(reader: ConfigReader, defaults: ConnectionLimits) throws {
+        self = defaults
         headerTimeout = try reader.duration(.headerTimeout, default: headerTimeout)
         bodyTimeout = try reader.duration(.bodyTimeout, default: bodyTimeout)
         maxConnections = try reader.int(.maxConnections, default: maxConnections, in: 1...1_000_000)
-        self.idleTimeout = try reader.duration(.idleTimeout, default: idleTimeout, positive: false)
+        let idle = try reader.duration(.idleTimeout, default: idleTimeout ?? .zero, positive: false)
+        idleTimeout = idle > .zero ? idle : nil
     }
 }

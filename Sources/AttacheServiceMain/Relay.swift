@@ -55,8 +55,6 @@ struct RelayCommand: LongRunningCommand {
             transform: parseDuration)
     var upstreamTimeout: Duration?
 
-    @OptionGroup var idle: IdleTimeoutOptionGroup
-
     @OptionGroup var connections: ConnectionOptionGroup
 
     @Option(name: .setting(.maxConnectionsPerAddress), help: .setting(.maxConnectionsPerAddress, "Connections open at once from one client address; past that, new ones are closed",
@@ -97,7 +95,7 @@ struct RelayCommand: LongRunningCommand {
     @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
 
     var flags: Flags {
-        Flags([host, idle, connections, metrics, tenants, process, cache, enrich, storage]) { flags in
+        Flags([host, connections, metrics, tenants, process, cache, enrich, storage]) { flags in
             flags.set(.port, port)
             flags.set(.tlsCertificate, tlsCertificate)
             flags.set(.tlsKey, tlsKey)
@@ -190,9 +188,7 @@ extension RelayConfiguration {
             }
         }
         upstreamTimeout = try reader.duration(.upstreamTimeout, default: upstreamTimeout)
-        // A relay's clients keep their connections for a long time: 5 minutes idle by default.
-        connections = try ConnectionLimits(reader: reader, idleTimeout: .seconds(300))
-        idleTimeout = connections.idleTimeout > .zero ? connections.idleTimeout : nil
+        connections = try ConnectionLimits(reader: reader, defaults: connections)
         maxConnectionsPerAddress = try reader.int(.maxConnectionsPerAddress, default: maxConnectionsPerAddress, in: 1...1_000_000)
         upstreamCA = reader.text(.upstreamCA)
         apnsCertificate = try Self.identity(reader, .apnsCertificate, .apnsCertificateKey, "give both, or neither")

@@ -49,8 +49,6 @@ struct ServeCommand: LongRunningCommand {
 
     @OptionGroup(title: "Cache options") var cache: CacheOptionGroup
 
-    @OptionGroup var idle: IdleTimeoutOptionGroup
-
     @OptionGroup var connections: ConnectionOptionGroup
 
     @OptionGroup var process: ProcessOptionGroup
@@ -60,7 +58,7 @@ struct ServeCommand: LongRunningCommand {
     @OptionGroup(title: "Storage options") var storage: StorageOptionGroup
 
     var flags: Flags {
-        Flags([host, token, tenants, cache, idle, connections, process, enrich, storage]) { flags in
+        Flags([host, token, tenants, cache, connections, process, enrich, storage]) { flags in
             flags.set(.port, port)
             flags.set(.maxInFlight, maxInFlight)
         }
@@ -117,6 +115,6 @@ extension ServerConfiguration {
         port = try reader.int(.port, default: port, in: 0...65535)
         tokens = reader.list(.tokens)
         maxInFlight = try reader.int(.maxInFlight, default: maxInFlight, in: 1...1_000_000)
-        connections = try ConnectionLimits(reader: reader, idleTimeout: connections.idleTimeout)
+        connections = try ConnectionLimits(reader: reader, defaults: connections)
     }
 }

@@ -102,4 +102,31 @@ for door in serve relay; do
   check "… and no line says it listens or starts" "! grep -v '^attache $door: cannot listen' $tmp/busy.out | grep -q -i 'listening\|starting'"
 done
 kill "$holder" 2>/dev/null
+# --idle-timeout: a keep-alive connection with nothing in flight is closed after it, and kept
+# while the client wants it with 0 (for serve as for relay).
+idle_check() {  # port: "kept" or "closed" after 2.5 s with nothing in flight, the first answer read
+  python3 - "$1" <<'PY'
+import socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+ask = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+c.sendall(ask)
+assert c.recv(4096).startswith(b"HTTP/1.1 200")
+time.sleep(2.5)
+try:
+    c.sendall(ask)
+    print("kept" if c.recv(4096).startswith(b"HTTP/1.1 200") else "closed")
+except OSError:
+    print("closed")
+PY
+}
+for idle in 0 1s; do
+  iport=$(free_port)
+  "$bin" serve --port "$iport" --idle-timeout "$idle" --media-dir "$tmp/media" > "$tmp/idle.log" 2>&1 &
+  iserver=$!
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$iport/healthz" && break; sleep 0.1; done
+  got=$(idle_check "$iport")
+  want=$([ "$idle" = 0 ] && echo kept || echo closed)
+  check "serve --idle-timeout $idle: an idle keep-alive connection is $want after 2.5 s (got $got)" "[ '$got' = $want ]"
+  kill -TERM "$iserver"; wait "$iserver"
+done
 finish serve
