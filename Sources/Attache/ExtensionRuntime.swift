@@ -126,6 +126,13 @@ public struct ExtensionRuntime: Sendable {
         return emit(encoded, result.outcome, result.reason, result.attachments, start: start)
     }
 
+    /// Where the extension's own task runs (nil: the global concurrent executor, as any task's).
+    /// Set by a front door whose payloads should not change threads on their way through: the
+    /// relay runs a payload's enrichment on the event loop its request came in on and its answer
+    /// goes out from, so that a cached payload costs no thread hop (blocking and media work go to
+    /// the pools they always go to).
+    @TaskLocal public static var workExecutor: (any TaskExecutor)?
+
     /// The extension's result, or at the deadline (or when the caller's task is cancelled) its
     /// best attempt, taken before it is cancelled, while it can still answer; it is then waited
     /// for anyway, and its final reports say where each unfinished attachment had got to (what a
@@ -135,7 +142,7 @@ public struct ExtensionRuntime: Sendable {
                              deadline: ContinuousClock.Instant) async -> ExtensionResult {
         enum Race { case running, answered, expired(best: ExtensionResult?) }
         let race = Mutex(Race.running)
-        let work = Task { await ext.didReceive(request) }
+        let work = Task(executorPreference: workExecutor) { await ext.didReceive(request) }
         let expire: @Sendable () -> Void = {
             // Under the lock, so that an answer arriving meanwhile finds the best attempt taken.
             let expired = race.withLock { race -> Bool in

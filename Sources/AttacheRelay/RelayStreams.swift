@@ -1,3 +1,4 @@
+import Attache
 import AttacheHTTPKit
 import NIOCore
 import NIOHPACK
@@ -32,6 +33,8 @@ final class RelayStreams: ChannelInboundHandler {
     private let maxInFlight: Int
     private let idleTimeout: Duration?
     private var context: ChannelHandlerContext?
+    /// The connection's event loop as a task executor: where its payloads are enriched.
+    private var executor: LoopTaskExecutor?
     /// The streams this handler took on (each holds a place in `inFlight` until it closes).
     private var streams: [HTTP2StreamID: Stream] = [:]
     /// Every stream NIO has open, those refused too: what the idle timeout and the drain go by.
@@ -51,6 +54,7 @@ final class RelayStreams: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        executor = LoopTaskExecutor(context.eventLoop)
         armIdle()
     }
 
@@ -124,8 +128,9 @@ final class RelayStreams: ChannelInboundHandler {
     }
 
     /// The whole request goes to the controller; its answer comes back on this connection's
-    /// loop. A passthrough is forwarded from here; a request to enrich goes to a task, which
-    /// sends it upstream on a connection of this loop, whose answer is written from here.
+    /// loop. A passthrough is forwarded from here; a request to enrich goes to a task that runs
+    /// on this loop too (its extension's task as well), which sends it upstream on a connection
+    /// of this loop, whose answer is written from here: with the media cached, no thread hop.
     private func send(_ id: HTTP2StreamID) {
         guard let context, case .body(let request, let provider, let app, _)? = streams[id] else { return }
         streams[id] = .answering
@@ -136,7 +141,12 @@ final class RelayStreams: ChannelInboundHandler {
             answer = atOnce
         case .task(let gated):
             let promise = loop.makePromise(of: RelayAnswer.self)
-            Task { promise.completeWith(await controller.relayInTask(request, provider: provider, app: app, gated: gated)) }
+            let executor = executor
+            Task(executorPreference: executor) {
+                await ExtensionRuntime.$workExecutor.withValue(executor) {
+                    promise.completeWith(await controller.relayInTask(request, provider: provider, app: app, gated: gated))
+                }
+            }
             answer = promise.futureResult
         }
         let bound = NIOLoopBound(self, eventLoop: loop)
