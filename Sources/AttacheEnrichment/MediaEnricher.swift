@@ -139,14 +139,16 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let observer {
             for (index, media) in mediaRequests.enumerated() { observer(index, AttachmentReport(id: media.id, source: media.url)) }
         }
-        if mediaRequests.count == 1 {
-            // Most payloads name one media: attached in this task, with no child task to create
-            // and wait for (which, with the media cached, cost more than the attaching).
-            await attach(mediaRequests[0], index: 0, deadline: request.deadline)
-        } else {
+        // Media already cached is attached at once, without `attach`'s race; most payloads name
+        // one media, attached in this task, with no child task to create and wait for (which, with
+        // the media cached, cost more than the attaching).
+        let uncached = mediaRequests.indices.filter { !attachCached(mediaRequests[$0], index: $0) }
+        if uncached.count == 1 {
+            await attach(mediaRequests[uncached[0]], index: uncached[0], deadline: request.deadline)
+        } else if !uncached.isEmpty {
             await withTaskGroup(of: Void.self) { group in
-                for (index, media) in mediaRequests.enumerated() {
-                    group.addTask { await self.attach(media, index: index, deadline: request.deadline) }
+                for index in uncached {
+                    group.addTask { await self.attach(mediaRequests[index], index: index, deadline: request.deadline) }
                 }
             }
         }
@@ -244,6 +246,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         }
     }
 
+    /// Media not in the cache (or with no cache): fetched and made, or waited for, within the
+    /// deadline.
     private func attach(_ media: MediaRequest, index: Int, deadline: ContinuousClock.Instant) async {
         let key = cacheKey(media), cache = services.cache
         // Set when this payload's own work starts converting (a payload waiting on another's work
@@ -268,32 +272,17 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 }
             }
             if let cache {
-                // A hit needs no race (the common case of a campaign: answered at once).
-                let settled: Settled
-                if let hit = cache.hit(for: key) {
-                    settled = .value(hit, .hit)
-                } else {
-                    settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } ?? cache.provisional(for: key) }) {
-                        try await cache.value(for: key) { workDeadline in
-                            // Warm-through lengthens the payload's deadline, never shortens it.
-                            try await self.make(media, index: index, key: key, deadline: max(workDeadline ?? deadline, deadline), offer: offer)
-                        }
+                let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } ?? cache.provisional(for: key) }) {
+                    try await cache.value(for: key) { workDeadline in
+                        // Warm-through lengthens the payload's deadline, never shortens it.
+                        try await self.make(media, index: index, key: key, deadline: max(workDeadline ?? deadline, deadline), offer: offer)
                     }
                 }
                 guard case .value(let cached, let event) = settled else {
                     entry = attachPoster(settled, media: media, index: index)
                     return finishAttached(index, entry)
                 }
-                update(index) { r in
-                    r.cache = cached.fromStore && event == .miss ? .store : event
-                    if event != .miss || cached.fromStore {
-                        r.kind = cached.kind
-                        r.format = cached.format
-                        r.bytes = cached.bytes
-                        r.convertedFrom = cached.entry.convertedFrom
-                    }
-                }
-                entry = cached.entry.with(id: media.id, options: media.options)
+                return attach(cached, event, media: media, index: index)
             } else {
                 let settled = try await settle(cutoff: cutoff, poster: { offered.withLock { $0 } }) {
                     let entry = try await self.fetchAndRender(media, index: index, deadline: deadline, offer: offer)
@@ -320,6 +309,29 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
                 fail(index, reason, message, detail: (error as? MediaError)?.detail.map { FailureDetail($0) })
             }
         }
+    }
+
+    /// Attaches the cache's result for `media` if it has one (true), with no race to run: the
+    /// common case of a campaign, answered at once. A plain function, so that a payload whose
+    /// media is cached never allocates the frame of `attach`, which holds a whole race's state.
+    private func attachCached(_ media: MediaRequest, index: Int) -> Bool {
+        guard let hit = services.cache?.hit(for: cacheKey(media)) else { return false }
+        attach(hit, .hit, media: media, index: index)
+        return true
+    }
+
+    /// The cache's result for `media` attached, and what the report says of it.
+    private func attach(_ cached: CachedMedia, _ event: CacheEvent, media: MediaRequest, index: Int) {
+        update(index) { r in
+            r.cache = cached.fromStore && event == .miss ? .store : event
+            if event != .miss || cached.fromStore {
+                r.kind = cached.kind
+                r.format = cached.format
+                r.bytes = cached.bytes
+                r.convertedFrom = cached.entry.convertedFrom
+            }
+        }
+        finishAttached(index, cached.entry.with(id: media.id, options: media.options))
     }
 
     /// What a movie's work has to offer before it is done.
