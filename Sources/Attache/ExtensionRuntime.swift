@@ -84,22 +84,70 @@ public struct ExtensionRuntime: Sendable {
         logger: Logger = ExtensionRuntime.silent,
         makeExtension: @Sendable () -> any AsyncNotificationServiceExtension
     ) async throws(PayloadError) -> Emission {
+        let handed: Handed
+        switch try handOver(bytes, identifier: identifier, logger: logger) {
+        case .answered(let emission): return emission
+        case .handed(let payload): handed = payload
+        }
+        let ext = makeExtension()
+        let result: ExtensionResult
+        if let atOnce = ext.resultAtOnce(handed.request) {
+            result = atOnce
+        } else {
+            result = await Self.race(ext, handed.request, deadline: handed.request.deadline)
+        }
+        return finish(result, handed)
+    }
+
+    /// `process`'s answer when it needs no waiting: a payload the runtime answers itself (not
+    /// mutable, ambiguous), or one whose extension has its result at once (`resultAtOnce`); nil
+    /// when the extension would have to be waited for (then `process` it, from a task). A front
+    /// door on an event loop answers these from the loop, with no task made for them.
+    public func processAtOnce(
+        _ bytes: [UInt8],
+        identifier: String = "payload",
+        logger: Logger = ExtensionRuntime.silent,
+        makeExtension: () -> any AsyncNotificationServiceExtension
+    ) throws(PayloadError) -> Emission? {
+        switch try handOver(bytes, identifier: identifier, logger: logger) {
+        case .answered(let emission): return emission
+        case .handed(let handed): return makeExtension().resultAtOnce(handed.request).map { finish($0, handed) }
+        }
+    }
+
+    /// A payload read and found to be one an extension is run on, with its request.
+    private struct Handed {
+        let payload: Payload
+        let request: NotificationRequest
+        let start: ContinuousClock.Instant
+    }
+
+    private enum HandOver {
+        case answered(Emission)
+        case handed(Handed)
+    }
+
+    /// The payload read, answered here when no extension is run on it.
+    private func handOver(_ bytes: [UInt8], identifier: String, logger: Logger) throws(PayloadError) -> HandOver {
         let start = ContinuousClock.now
         // Stop waiting a little early (at most half the budget) so the answer is out by the deadline.
         let deadline = start + max(configuration.budget / 2, configuration.budget - configuration.windDown)
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
         if payload.repeatedAPNsKey(attachmentsKey: configuration.attachmentsKey) != nil {
-            return emit(payload.original, .fallback, .ambiguousPayload, [], start: start)
+            return .answered(emit(payload.original, .fallback, .ambiguousPayload, [], start: start))
         }
         guard payload.wantsServiceExtension else {
-            return emit(payload.original, .passthrough, .notMutable, [], start: start)
+            return .answered(emit(payload.original, .passthrough, .notMutable, [], start: start))
         }
         let request = NotificationRequest(identifier: identifier, payload: payload, deadline: deadline, receivedAt: start,
                                           attachmentsKey: configuration.attachmentsKey, logger: logger)
-        let ext = makeExtension()
+        return .handed(Handed(payload: payload, request: request, start: start))
+    }
 
-        let result = await Self.race(ext, request, deadline: deadline)
+    /// The payload that goes out for the extension's result.
+    private func finish(_ result: ExtensionResult, _ handed: Handed) -> Emission {
+        let (payload, start) = (handed.payload, handed.start)
         if result.reason == .timeout || result.attachments.contains(where: { $0.reason == .timeout }) {
             // The deadline fired (here, or in a transfer that hit it a moment earlier): the best
             // attempt goes out only when asked for and usable.

@@ -80,4 +80,13 @@ public protocol AsyncNotificationServiceExtension: Sendable {
     func didReceive(_ request: NotificationRequest) async -> ExtensionResult
     /// Called once at the deadline, while `didReceive` may still be running: the best attempt so far.
     func serviceExtensionTimeWillExpire() -> ExtensionResult?
+    /// The result, when it is at hand with nothing to wait for (the media enricher's: every media
+    /// already in its cache); nil: the runtime calls `didReceive` on the same instance next. Called
+    /// first, on the thread that hands the payload over (a relay's event loop), so it must not
+    /// block. The default is nil.
+    func resultAtOnce(_ request: NotificationRequest) -> ExtensionResult?
+}
+
+extension AsyncNotificationServiceExtension {
+    public func resultAtOnce(_ request: NotificationRequest) -> ExtensionResult? { nil }
 }

@@ -93,6 +93,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         var mediaRequests: [MediaRequest] = []
         var reports: [AttachmentReport] = []
         var entries: [Int: AttachmentEntry] = [:]
+        /// Set when `begin` found media to fetch.
+        var uncached: [Int]?
     }
 
     private let services: MediaServices
@@ -118,18 +120,57 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         self.traces = (0..<max(1, services.configuration.dialects.maxAttachments)).map { _ in FetchTrace() }
     }
 
+    /// With every media of the payload already cached (or none to fetch), its result, attached
+    /// here without a task, a race or a wait; else nil, and `didReceive` fetches the rest.
+    public func resultAtOnce(_ request: NotificationRequest) -> ExtensionResult? {
+        switch begin(request) {
+        case .answered(let result): result
+        case .waiting: nil
+        }
+    }
+
     public func didReceive(_ request: NotificationRequest) async -> ExtensionResult {
+        let uncached: [Int]
+        // Begun by `resultAtOnce` when the runtime asked it first: what it left to fetch.
+        switch state.withLock({ $0.uncached }).map(Begun.waiting) ?? begin(request) {
+        case .answered(let result): return result
+        case .waiting(let left): uncached = left
+        }
+        let mediaRequests = state.withLock { $0.mediaRequests }
+        // Most payloads name one media, attached in this task, with no child task to create and
+        // wait for.
+        if uncached.count == 1 {
+            await attach(mediaRequests[uncached[0]], index: uncached[0], deadline: request.deadline)
+        } else {
+            await withTaskGroup(of: Void.self) { group in
+                for index in uncached {
+                    group.addTask { await self.attach(mediaRequests[index], index: index, deadline: request.deadline) }
+                }
+            }
+        }
+        return snapshot(final: true) ?? ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout)
+    }
+
+    private enum Begun {
+        /// Nothing to wait for.
+        case answered(ExtensionResult)
+        /// These media (by index) are not cached: fetched next.
+        case waiting([Int])
+    }
+
+    /// What can be decided of the payload at once, its cached media attached.
+    private func begin(_ request: NotificationRequest) -> Begun {
         let root = request.payload.root
         if services.configuration.dialects.repeatedKey(in: root) != nil {
-            return ExtensionResult(content: request.content, outcome: .fallback, reason: .ambiguousPayload)
+            return .answered(ExtensionResult(content: request.content, outcome: .fallback, reason: .ambiguousPayload))
         }
         let mediaRequests = services.configuration.dialects.requests(in: root)
         guard !mediaRequests.isEmpty else {
-            return ExtensionResult(content: request.content, outcome: .passthrough, reason: .noMedia)
+            return .answered(ExtensionResult(content: request.content, outcome: .passthrough, reason: .noMedia))
         }
         // Said before any fetch: the runtime would refuse the attachments at the end anyway.
         guard !root.contains(request.attachmentsKey) else {
-            return ExtensionResult(content: request.content, outcome: .fallback, reason: .keyConflict)
+            return .answered(ExtensionResult(content: request.content, outcome: .fallback, reason: .keyConflict))
         }
         state.withLock { s in
             s.request = request
@@ -139,20 +180,13 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         if let observer {
             for (index, media) in mediaRequests.enumerated() { observer(index, AttachmentReport(id: media.id, source: media.url)) }
         }
-        // Media already cached is attached at once, without `attach`'s race; most payloads name
-        // one media, attached in this task, with no child task to create and wait for (which, with
-        // the media cached, cost more than the attaching).
+        // Media already cached is attached at once, without `attach`'s race.
         let uncached = mediaRequests.indices.filter { !attachCached(mediaRequests[$0], index: $0) }
-        if uncached.count == 1 {
-            await attach(mediaRequests[uncached[0]], index: uncached[0], deadline: request.deadline)
-        } else if !uncached.isEmpty {
-            await withTaskGroup(of: Void.self) { group in
-                for index in uncached {
-                    group.addTask { await self.attach(mediaRequests[index], index: index, deadline: request.deadline) }
-                }
-            }
+        guard uncached.isEmpty else {
+            state.withLock { $0.uncached = uncached }
+            return .waiting(uncached)
         }
-        return snapshot(final: true) ?? ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout)
+        return .answered(snapshot(final: true) ?? ExtensionResult(content: request.content, outcome: .fallback, reason: .timeout))
     }
 
     public func serviceExtensionTimeWillExpire() -> ExtensionResult? {

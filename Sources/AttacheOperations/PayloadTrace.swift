@@ -42,6 +42,12 @@ public struct PayloadTrace: Sendable {
         return await ServiceContext.withValue(context) { await body() }
     }
 
+    /// `within`, for work that does not wait (a relay's payload enriched from its event loop).
+    public static func within<T>(contextFrom field: @escaping @Sendable (String) -> String?, _ body: () -> T) -> T {
+        guard let context = context(from: field) else { return body() }
+        return ServiceContext.withValue(context) { body() }
+    }
+
     /// The span tree of `report`, ending now. `door`: service, relay or worker; `tenant`: whose
     /// payload it was, with a tenants file; `attributes`: the door's own, on the payload's span.
     public func end(_ report: EnrichReport, door: String, tenant: String?, attributes: [String: String] = [:]) {

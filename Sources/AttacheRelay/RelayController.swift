@@ -164,11 +164,17 @@ struct RelayController: Sendable {
     }
 
     /// How a whole request the route sends is answered: at once, from the event loop it arrived
-    /// on, or by a task (`relayInTask`), which is told whether the body passed the gate so that
-    /// nothing is read twice.
+    /// on, or by a task (`relayInTask`).
     enum Start: Sendable {
         case answered(EventLoopFuture<RelayAnswer>)
-        case task(gated: Bool)
+        case task(Pending)
+    }
+
+    /// What `start` found of a request it leaves to a task, so that nothing is read or counted
+    /// twice: whether the body passed the gate, and its tenant's admission when it was asked.
+    struct Pending: Sendable {
+        var gated: Bool
+        var decision: AdmissionGate.Decision?
     }
 
     /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
@@ -176,8 +182,8 @@ struct RelayController: Sendable {
     func relay(_ request: RelayRequest, provider: Provider, app: String?) async -> RelayAnswer {
         switch start(request, provider: provider, app: app, on: MultiThreadedEventLoopGroup.singleton.any()) {
         case .answered(let answer): await Self.settled(answer, provider: provider, request: request)
-        case .task(let gated): await Self.settled(await relayInTask(request, provider: provider, app: app, gated: gated), provider: provider,
-                                                  request: request)
+        case .task(let pending): await Self.settled(await relayInTask(request, provider: provider, app: app, pending), provider: provider,
+                                                    request: request)
         }
     }
 
@@ -186,22 +192,18 @@ struct RelayController: Sendable {
     /// written back with no hop through the task again. With traces on, the payload's span goes
     /// under the client's `traceparent` (which is forwarded upstream as it came, like every other
     /// header).
-    func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> EventLoopFuture<RelayAnswer> {
+    func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, _ pending: Pending) async -> EventLoopFuture<RelayAnswer> {
         await PayloadTrace.within(contextFrom: { request.field($0) }) {
-            await enrichAndForward(request, provider: provider, app: app, gated: gated)
+            await enrichAndForward(request, provider: provider, app: app, pending)
         }
     }
 
-    private func enrichAndForward(_ request: RelayRequest, provider: Provider, app: String?, gated: Bool) async -> EventLoopFuture<RelayAnswer> {
-        // A tenant past its limits, or a request of no tenant, is still sent: unenriched, with the
-        // reason in Attache-Outcome (a relay that held notifications back would lose them). Only
-        // a request to enrich enters its tenant's limits: they bound media work, which a
-        // passthrough has none of.
-        let gate = self.gate
+    private func enrichAndForward(_ request: RelayRequest, provider: Provider, app: String?, _ pending: Pending) async -> EventLoopFuture<RelayAnswer> {
+        let gated = pending.gated
         let tenant = app.flatMap { tenants?.tenant(app: $0) }
         var admission: Admission?, passReason: Reason?
         if gated {
-            switch gate.admit(tenant) {
+            switch pending.decision ?? gate.admit(tenant) {
             case .admitted(let admitted): admission = admitted
             case .refused: passReason = .tenantLimited
             case .unknownTenant: passReason = .unknownTenant
@@ -232,16 +234,51 @@ struct RelayController: Sendable {
             return .answered(loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request)))
         }
         let gated = isGated(request.body, provider: provider)
-        guard !gated, provider == .apns || credentials.fcm == nil else { return .task(gated: gated) }
+        if gated && provider == .apns {
+            return PayloadTrace.within(contextFrom: { request.field($0) }) { startEnriching(request, app: app, on: loop) }
+        }
+        guard !gated, provider == .apns || credentials.fcm == nil else { return .task(Pending(gated: gated)) }
         let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.field(RelayAnswer.deadline))
         let (body, outcome) = passedThrough(request.body)
+        return .answered(forwardAtOnce(request, provider: provider, body: body, outcome: outcome, budget: budget, on: loop))
+    }
+
+    /// `forward` from the event loop, for an upstream whose credential needs no waiting (APNs's
+    /// own token, or the client's): the relay's, when it holds one, cannot fail to be made
+    /// except by a bad key, answered 503 here.
+    private func forwardAtOnce(_ request: RelayRequest, provider: Provider, body: ByteBuffer, outcome: String, budget: Duration,
+                               on loop: any EventLoop) -> EventLoopFuture<RelayAnswer> {
         let authorization: String?
         do {
             authorization = provider == .apns ? try credentials.apns?.authorization() : nil
         } catch {
-            return .answered(loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget)))
+            return loop.makeSucceededFuture(noCredential(error, provider: provider, request: request, outcome: outcome, budget: budget))
         }
-        return .answered(forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget))
+        return forward(request, provider: provider, body: body, authorization: authorization, outcome: outcome, budget: budget)
+    }
+
+    /// An APNs request to enrich, admitted here: answered from the event loop when its payload
+    /// needs no waiting (its media cached), else left to a task with its admission. A tenant past
+    /// its limits, or a request of no tenant, is still sent, by the task: unenriched, with the
+    /// reason in Attache-Outcome (a relay that held notifications back would lose them). Only a
+    /// request to enrich enters its tenant's limits: they bound media work, which a passthrough
+    /// has none of.
+    private func startEnriching(_ request: RelayRequest, app: String?, on loop: any EventLoop) -> Start {
+        let decision = gate.admit(app.flatMap { tenants?.tenant(app: $0) })
+        guard case .admitted(let admission) = decision else { return .task(Pending(gated: true, decision: decision)) }
+        let budget = admission.policy.budget(header: request.field(RelayAnswer.deadline))
+        let remaining = ContinuousClock.now.duration(to: request.arrival + budget)
+        let emission: Emission?
+        do {
+            emission = remaining > .zero ? try enrichment.enrichAtOnce(Array(buffer: request.body), identifier: "relay", budget: remaining,
+                                                                        logger: logger, scope: admission.scope) : nil
+        } catch {
+            emission = nil  // not a payload: the task answers it as it answers any
+        }
+        guard let emission else { return .task(Pending(gated: true, decision: decision)) }
+        gate.finish(emission, admission: admission)
+        return .answered(forwardAtOnce(request, provider: .apns, body: ByteBuffer(bytes: emission.bytes), outcome: emission.outcomeHeader,
+                                       budget: budget, on: loop))
     }
 
     /// Sends `body` upstream with the client's fields (its authorization replaced by the relay's

@@ -139,12 +139,12 @@ final class RelayStreams: ChannelInboundHandler {
         switch controller.start(request, provider: provider, app: app, on: loop) {
         case .answered(let atOnce):
             answer = atOnce
-        case .task(let gated):
+        case .task(let pending):
             let promise = loop.makePromise(of: RelayAnswer.self)
             let executor = executor
             Task(executorPreference: executor) {
                 await ExtensionRuntime.$workExecutor.withValue(executor) {
-                    promise.completeWith(await controller.relayInTask(request, provider: provider, app: app, gated: gated))
+                    promise.completeWith(await controller.relayInTask(request, provider: provider, app: app, pending))
                 }
             }
             answer = promise.futureResult

@@ -152,6 +152,36 @@ import Testing
         #expect(elapsed < .milliseconds(1200), "emitted after \(elapsed)")  // the stage spins for 5 s
     }
 
+    /// Has its result at once, and would be as busy as `BusyExtension` to give it otherwise.
+    final class ReadyExtension: AsyncNotificationServiceExtension {
+        private let busy = BusyExtension()
+
+        func resultAtOnce(_ request: NotificationRequest) -> ExtensionResult? {
+            var content = request.content
+            content.title = "at once"
+            return ExtensionResult(content: content, outcome: .enriched)
+        }
+
+        func didReceive(_ request: NotificationRequest) async -> ExtensionResult { await busy.didReceive(request) }
+        func serviceExtensionTimeWillExpire() -> ExtensionResult? { nil }
+    }
+
+    /// An extension with its result at hand is not raced or waited for: `process` and
+    /// `processAtOnce` both take it; one without (the default) is `process`'s alone.
+    @Test func aResultAtOnceIsTakenWithoutWaiting() async throws {
+        let runtime = ExtensionRuntime(configuration: .init(budget: .seconds(3)))
+        let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
+        let start = ContinuousClock.now
+        let processed = try await runtime.process(input) { ReadyExtension() }
+        #expect(start.duration(to: .now) < .seconds(3), "the extension's didReceive was waited for")
+        let atOnce = try #require(try runtime.processAtOnce(input) { ReadyExtension() })
+        for emission in [processed, atOnce] {
+            #expect(emission.outcome == .enriched)
+            #expect(try json(emission.bytes)["aps"]?.objectValue?["alert"]?.objectValue?["title"] == .string("at once"))
+        }
+        #expect(try runtime.processAtOnce(input) { BusyExtension() } == nil)
+    }
+
     final class SilentExtension: NotificationServiceExtension {
         func didReceive(_ request: NotificationRequest, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void) {}
         func serviceExtensionTimeWillExpire() {}

@@ -147,6 +147,33 @@ import Testing
         #expect(h.origin.statistics.requests == 0)
     }
 
+    /// `enrichAtOnce` (a relay's payload answered from its event loop): media not yet cached is
+    /// left to `enrich`, with nothing fetched; once cached, the answer at once is the one `enrich`
+    /// gives, byte for byte, with no request to the origin.
+    @Test func atOnceOnlyWhatIsCachedAndTheSameAnswer() async throws {
+        let (h, e) = try Harness.started { $0.cache = MediaCache.Configuration() }
+        defer { h.stop(e) }
+        let one = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg"}"#)
+        let two = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"att":{"a":"ORIGIN/photo.jpg","b":"ORIGIN/alpha.png"}}"#)
+        #expect(try e.enrichAtOnce(one) == nil)
+        #expect(h.origin.statistics.requests == 0)
+        let fetched = try await e.enrich(one)
+        #expect(fetched.outcome == .enriched)
+        let atOnce = try #require(try e.enrichAtOnce(one))
+        let again = try await e.enrich(one)
+        #expect(atOnce.bytes == again.bytes)
+        #expect(atOnce.outcome == .enriched)
+        #expect(atOnce.report.attachments.map(\.cache) == [.hit])
+        #expect(atOnce.report.attachments.map(\.outcome) == again.report.attachments.map(\.outcome))
+        // One of two media cached: the payload waits for the other, so not at once.
+        #expect(try e.enrichAtOnce(two) == nil)
+        #expect(h.origin.statistics.requests == 1)
+        // What the runtime answers itself needs no extension, and is answered at once.
+        let plain = h.sample("passthrough-not-mutable.json")
+        #expect(try e.enrichAtOnce(plain)?.bytes == plain)
+        #expect(throws: PayloadError.self) { try e.enrichAtOnce(Array("[1]".utf8)) }
+    }
+
     @Test(arguments: [
         ("fallback-truncated.json", Reason.invalidMedia),
         ("fallback-address-denied.json", .addressDenied), ("fallback-key-conflict.json", .keyConflict),

@@ -68,6 +68,10 @@ curl -s --cacert "$tmp/ca.pem" -D "$tmp/h3" -o "$tmp/b3" --data-binary "$media" 
 check "mutable-content: the upstream got the enriched payload" \
   "grep -q '\"attachments\":\\[{\"id\":' $tmp/b3 && grep -q 'https://cdn.example.com/m/' $tmp/b3"
 check "… and the client the outcome" "grep -qi '^attache-outcome: enriched' $tmp/h3"
+# The same media again is in the cache: answered from the event loop, the same enriched bytes.
+curl -s --cacert "$tmp/ca.pem" --http2 -D "$tmp/h3c" -o "$tmp/b3c" --data-binary "$media" "$url"
+check "the same media again (cached): the upstream got the same enriched payload, the client the outcome" \
+  "cmp -s $tmp/b3 $tmp/b3c && grep -qi '^attache-outcome: enriched' $tmp/h3c"
 
 # aioapns, a real APNs client library, through the relay to an APNs double (its own h2 server):
 # the double gets the enriched payload with aioapns' provider token, aioapns gets Apple's 200.
