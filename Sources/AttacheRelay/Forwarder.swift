@@ -62,7 +62,9 @@ public struct Forwarder: Sendable {
         )
         return upstream.send(exchange, deadline: .now() + .nanoseconds(Int64(timeout.nanoseconds)), on: loop).map { answer in
             var answer = answer
-            answer.headers.removeAll { !Self.answeredFields.contains($0.name) }
+            // Neither side's HTTP/2 validates header blocks (the clients' are checked as they are
+            // read): a value the client could not take (NUL, CR, LF) is left out here.
+            answer.headers.removeAll { !Self.answeredFields.contains($0.name) || !RelayRequest.isValue($0.value) }
             return answer
         }
     }

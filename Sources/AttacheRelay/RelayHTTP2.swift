@@ -31,9 +31,13 @@ struct RelayHTTP2: Sendable {
     func setup(channel: any Channel) throws -> Connection {
         let streams = RelayStreams(controller: controller, inFlight: inFlight, maxInFlight: Self.maxStreamsInFlight, idleTimeout: idleTimeout)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
-        // control frames (rapid reset, ping and settings floods).
+        // control frames (rapid reset, ping and settings floods). Its header validation is off:
+        // `RelayStreams` checks each request's block as it reads it, and what the relay answers
+        // is its own fields and those it passes back from the upstream, checked there.
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.headerBlockValidation = .disabled
         try channel.pipeline.syncOperations.addHandlers([
-            FlushCoalescer(), NIOHTTP2Handler(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()), streams,
+            FlushCoalescer(), NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()), streams,
         ])
         return Connection(channel: channel, streams: NIOLoopBound(streams, eventLoop: channel.eventLoop))
     }

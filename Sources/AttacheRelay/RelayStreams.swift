@@ -11,8 +11,9 @@ import NIOHTTP2
 /// most one DATA frame, the last carrying END_STREAM, as Apple's do (a 200 is one HEADERS frame;
 /// aioapns parses any DATA frame it gets as JSON, an empty one too).
 ///
-/// NIO's HTTP/2 handler before it keeps the protocol (HPACK, stream states, validation, its limits
-/// on concurrent streams, resets and control frames); no stream channel, request or response
+/// NIO's HTTP/2 handler before it keeps the protocol (HPACK, stream states, its limits on
+/// concurrent streams, resets and control frames); a request's header block is checked here, as
+/// it is read (`RelayRequest(validating:)`); no stream channel, request or response
 /// object, body sequence or writer stands between the frames and the controller: each cost more
 /// per passthrough request than forwarding it. So this handler also gives back the client's
 /// inbound window, and keeps the connection's idle timeout and its drain at shutdown.
@@ -97,25 +98,19 @@ final class RelayStreams: ChannelInboundHandler {
         }
     }
 
-    /// A new stream's HEADERS: refused past the limit in flight, answered at once when it is not
-    /// a send, else gathered.
+    /// A new stream's HEADERS: reset when malformed, refused past the limit in flight, answered
+    /// at once when it is not a send, else gathered.
     private func opened(_ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool) {
         // Past the limit a stream is refused unprocessed, which a client may send again: a client
         // that opens streams faster than they are answered would otherwise pile them up without
         // bound.
+        guard let request = RelayRequest(validating: headers, loop: context?.eventLoop) else {
+            context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+            return
+        }
         guard inFlight.enter(limit: maxInFlight) != nil else {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
             return
-        }
-        var request = RelayRequest(method: "", path: "", fields: [], body: ByteBuffer(), loop: context?.eventLoop)
-        request.fields.reserveCapacity(headers.count)
-        for (name, value, _) in headers {
-            switch name {
-            case ":method": request.method = value
-            case ":path": request.path = value
-            case _ where name.hasPrefix(":"): break
-            default: request.fields.append((name: name, value: value))
-            }
         }
         let route = RelayRoute(method: request.method, path: request.path, topic: request.field("apns-topic"))
         guard case .send(let provider, let app) = route else {

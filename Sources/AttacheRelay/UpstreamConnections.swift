@@ -186,7 +186,7 @@ final class UpstreamConnections: Sendable {
     }
 
     /// The requests sent were validated as they arrived from clients, and what the upstream
-    /// answers goes back to them through the relay's own validating HTTP/2: checked once each way.
+    /// answers is checked by the forwarder before it goes back: checked once each way.
     static let http2 = {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
         configuration.headerBlockValidation = .disabled

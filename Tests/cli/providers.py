@@ -27,6 +27,13 @@
                                 whose body stops short of its Content-Length, then closes;
                                 "rapid" opens N connections that each open and reset M streams
                                 (HEADERS, then RST_STREAM at once: the rapid-reset attack)
+  providers.py malformed PORT   one HTTP/2 connection in clear text sending requests whose header
+                                blocks RFC 9113 calls malformed (an upper-case name, a
+                                connection-specific field, CR in a value, a pseudo-header twice,
+                                after a regular field, unknown, missing, in a response only, empty
+                                or with a space, te other than trailers), each on its own stream,
+                                then a well-formed one; prints "reset N of M PROTOCOL_ERROR, then
+                                STATUS"
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -267,11 +274,58 @@ def hostile(port, case, connections=1, streams=1):
         s.close()
 
 
+def malformed(port):
+    import socket
+    from h2.events import ResponseReceived, StreamReset
+    request = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/abc")]
+    cases = [
+        request + [("Apns-Topic", "com.example.app")],
+        request + [("connection", "keep-alive")],
+        request + [("apns-topic", "com.example\rapp")],
+        request + [(":path", "/3/device/abc")],
+        [(":method", "POST"), (":scheme", "http"), ("apns-topic", "com.example.app"), (":path", "/3/device/abc")],
+        request + [(":protocol", "websocket")],
+        [(":method", "POST"), (":scheme", "http"), (":path", "/3/device/abc"), (":foo", "bar")],
+        [(":method", "POST"), (":authority", "relay"), (":path", "/3/device/abc")],
+        request + [(":status", "200")],
+        [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "")],
+        [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/a b")],
+        request + [("te", "gzip")],
+    ]
+    # h2 checks and normalises what it sends unless told not to: these blocks must go as written.
+    conn = H2Connection(H2Configuration(client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False,
+                                        validate_inbound_headers=False))
+    conn.initiate_connection()
+    resets, status = {}, None
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(5)
+        for headers in cases:
+            conn.send_headers(conn.get_next_available_stream_id(), headers + APNS_HEADERS[1:], end_stream=True)
+        whole = conn.get_next_available_stream_id()
+        conn.send_headers(whole, request + APNS_HEADERS)
+        conn.send_data(whole, SECRET, end_stream=True)
+        s.sendall(conn.data_to_send())
+        while status is None:
+            data = s.recv(65536)
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, StreamReset):
+                    resets[event.stream_id] = event.error_code
+                elif isinstance(event, ResponseReceived) and event.stream_id == whole:
+                    status = dict(event.headers).get(b":status", b"?").decode()
+            s.sendall(conn.data_to_send())
+    protocol = sum(1 for code in resets.values() if code == 1)
+    print("reset %d of %d PROTOCOL_ERROR, then %s" % (protocol, len(cases), status))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "oauth":
         oauth(int(sys.argv[2]))
     elif sys.argv[1] == "upstream":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
+    elif sys.argv[1] == "malformed":
+        malformed(int(sys.argv[2]))
     elif sys.argv[1] == "slowloris":
         slowloris(int(sys.argv[2]))
     elif sys.argv[1] == "hold":
