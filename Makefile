@@ -32,7 +32,7 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 OPENTELEMETRY_PROTO_VERSION := 1.45.2
 # Benchmarks: the anchors Attache is measured against.
 BENCH_PACKAGES := libvips-tools ffmpeg imagemagick curl wrk hyperfine time gnome-backgrounds ukui-wallpapers \
-	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl
+	libjpeg-turbo-progs libdeflate-dev python3-venv nghttp2-client nghttp2-proxy nghttp2-server openssl valgrind
 
 # Debug builds compile the C codecs optimised (the package itself carries no unsafe flags, which
 # SwiftPM refuses in a dependency): decoding in the tests stays fast. The same flags on every

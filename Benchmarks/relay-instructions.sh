@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What a relayed request costs in instructions, which unlike time or CPU does not move with the
+# load of a shared machine: valgrind's callgrind counts every instruction the proxy runs while
+# h2load sends N requests (8 connections, 32 streams each, after 2,000 unmeasured), for nghttpx
+# (nghttp2's C HTTP/2 proxy, one process) and `attache relay` in front of the same nghttpd upstream
+# over TLS as in the relay benchmark: a passthrough (no mutable-content) through both, and the
+# relay's enrichment with the media already cached. Per measure: instructions per request, and
+# the relay's against nghttpx's. Then where the relay's passthrough instructions go: the share of
+# the functions that run most (their own instructions, callers not included). A ratio here is the
+# work per request; the relay benchmark's rates also depend on how that work spreads over threads.
+#   usage: Benchmarks/relay-instructions.sh [ATTACHE_BINARY]   (N=10000 requests; QUICK=1: 3000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
+bin=${1:-.build/release/attache}
+requests=$(setting N 10000 3000)
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+for p in valgrind nghttp2-client nghttp2-proxy nghttp2-server openssl; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="${missing:-} $p"
+done
+if [ -n "${missing:-}" ]; then
+  sudo_=$([ "$(id -u)" = 0 ] || echo sudo)
+  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+fi
+
+Tests/cli/test-ca.sh "$work" > /dev/null
+mkdir -p "$work/up/3/device" && : > "$work/up/3/device/abc"
+up=$(free_port)
+nghttpd -n 1 -d "$work/up" "$up" "$work/server.key" "$work/server.pem" > "$work/nghttpd.log" 2>&1 &
+pids+=($!)
+start_origin Samples/media "$work/origin.log"
+pids+=("$origin")
+# Valgrind 3.19 cannot read the DWARF 5 a Swift build writes: the relay runs from a copy without
+# it (its symbols stay, so functions keep their names), beside the decoder helper it starts.
+objcopy --strip-debug "$(dirname "$bin")/attache-serve" "$work/attache-serve"
+cp "$(dirname "$bin")/attache-decode" "$work/"
+
+printf '{"aps":{"alert":"plain"},"campaign":42}' > "$work/plain.json"
+printf '{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:%s/photo.jpg"}' "$port" > "$work/media.json"
+headers=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
+
+# count NAME BODY -- PROXY...: the proxy started under callgrind on a free port ($listen in its
+# arguments), warmed, then N requests counted; prints instructions per request.
+count() {
+  local name=$1 body=$2 listen pid out
+  shift 3
+  listen=$(free_port)
+  out="$work/$name.callgrind"
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "${@//\$listen/$listen}" > "$work/$name.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 600); do curl -s -o /dev/null --http2-prior-knowledge "http://127.0.0.1:$listen/" && break; sleep 0.1; done
+  h2load -n 2000 -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > /dev/null 2>&1
+  callgrind_control -i on "$pid" > /dev/null
+  h2load -n "$requests" -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > "$work/$name.h2load"
+  callgrind_control -i off "$pid" > /dev/null
+  callgrind_control -d "$pid" > /dev/null
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  grep -q "succeeded, 0 failed" "$work/$name.h2load" || { echo "$name: requests failed" >&2; tail -n 5 "$work/$name.h2load" "$work/$name.log" >&2; exit 1; }
+  awk '/^totals:/ { total += $2 } END { print int(total / '"$requests"') }' "$out"*
+}
+
+relay=("$work/attache-serve" relay --port '$listen' --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem"
+       --allow-address 127.0.0.1/32 --media-dir "$work/media" --public-base-url https://cdn.example.com/m)
+nghttpx_=(nghttpx --single-process "--frontend=127.0.0.1,\$listen;no-tls" "--backend=127.0.0.1,$up;;proto=h2;tls;sni=localhost"
+          --cacert="$work/ca.pem" --workers=1 --errorlog-file="$work/nghttpx-errors.log" --conf=/dev/null)
+anchor=$(count nghttpx plain.json -- "${nghttpx_[@]}")
+passthrough=$(count relay plain.json -- "${relay[@]}")
+cached=$(count cached media.json -- "${relay[@]}")
+
+echo "instructions per request (callgrind, $requests requests, h2load -c 8 -m 32, upstream nghttpd over TLS)"
+printf '%-40s %9d\n' "nghttpx, passthrough" "$anchor"
+printf '%-40s %9d  %5.2fx nghttpx\n' "attache relay, passthrough" "$passthrough" "$(echo "$passthrough / $anchor" | bc -l)"
+printf '%-40s %9d  %5.2fx nghttpx passthrough\n' "attache relay, enriched (cached)" "$cached" "$(echo "$cached / $anchor" | bc -l)"
+echo
+echo "where the relay's passthrough instructions go (a function's own, the largest):"
+# The relay's dump of the counted requests (its exit's, with counting off, holds none).
+callgrind_annotate --inclusive=no "$work/relay.callgrind.1" 2>/dev/null | grep -E '^ *[0-9,]+ +\( *[0-9.]+%\) ' | grep -v "PROGRAM TOTALS" \
+  | head -12 | sed -E 's/^ *[0-9,]+ +\( *([0-9.]+%)\) +[^:]*:(.*) \[[^]]*\]$/  \1  \2/' | swift demangle --simplified | cut -c1-110
