@@ -293,20 +293,25 @@ struct RelayController: Sendable {
         }
         fields.append((name: "via", value: "2 " + hop))
         let (metrics, logger) = (metrics, logger)
-        return forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
-                                 on: request.loop)
-            .map { answer in
+        let forwarded = forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
+                                          on: request.loop)
+        // One promise for either ending, rather than a future for each (map, then recover).
+        let relayed = forwarded.eventLoop.makePromise(of: RelayAnswer.self)
+        forwarded.whenComplete { result in
+            switch result {
+            case .success(let answer):
                 metrics.relayed(status: answer.status)
                 var fields = answer.headers
                 fields.append((RelayAnswer.outcome, answer.status == 200 ? outcome : Self.undelivered(outcome)))
                 fields.append((RelayAnswer.deadline, String(Int(budget.milliseconds))))
-                return RelayAnswer(status: answer.status, fields: fields, body: answer.body)
-            }
-            .recover { error in
+                relayed.succeed(RelayAnswer(status: answer.status, fields: fields, body: answer.body))
+            case .failure(let error):
                 logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
                 metrics.relayed(status: 503)
-                return provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget)
+                relayed.succeed(provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget))
             }
+        }
+        return relayed.futureResult
     }
 
     /// A future of `forward`'s, awaited (it does not fail).

@@ -126,28 +126,43 @@ final class UpstreamConnections: Sendable {
         sslContext = origin.tls ? try NIOSSLContext(configuration: tls) : nil
     }
 
-    /// Sends one request and returns the upstream's answer. A request the upstream certainly did
-    /// not act on is sent again, on another connection, up to twice.
-    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil, attempt: Int = 0) -> EventLoopFuture<Forwarder.Answer> {
-        nextConnection(for: loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next())
-            .flatMap { $0.send(exchange, origin: self.origin, deadline: deadline) }
-            .flatMapError { error in
-                guard case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
-                    return self.group.any().makeFailedFuture(error)
-                }
-                return self.send(exchange, deadline: deadline, on: loop, attempt: attempt + 1)
+    /// Sends one request and returns the upstream's answer, on `loop` (the caller's, or any when
+    /// it has none). A request the upstream certainly did not act on is sent again, on another
+    /// connection, up to twice.
+    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil) -> EventLoopFuture<Forwarder.Answer> {
+        let loop = loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next()
+        let answer = loop.makePromise(of: Forwarder.Answer.self)
+        send(exchange, deadline: deadline, on: loop, attempt: 0, answer: answer)
+        return answer.futureResult
+    }
+
+    /// One attempt: on a connection ready now with no future in between (a passthrough's usual
+    /// case), or once one opens.
+    private func send(_ exchange: Exchange, deadline: NIODeadline, on loop: any EventLoop, attempt: Int,
+                      answer: EventLoopPromise<Forwarder.Answer>) {
+        let sent = switch nextConnection(for: loop) {
+        case .ready(let connection): connection.send(exchange, origin: origin, deadline: deadline)
+        case .wait(let connecting): connecting.flatMap { $0.send(exchange, origin: self.origin, deadline: deadline) }
+        }
+        sent.whenComplete { result in
+            guard case .failure(let error) = result, case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
+                answer.completeWith(result)
+                return
             }
+            self.send(exchange, deadline: deadline, on: loop, attempt: attempt + 1, answer: answer)
+        }
+    }
+
+    private enum Choice {
+        case ready(Connection)
+        case wait(EventLoopFuture<Connection>)
     }
 
     /// A connection of `loop` (the client's, or the caller's): the least busy one, and
     /// another opened beside it when that one is full, which the requests after wait for. A loop
     /// with none yet borrows another loop's while its own opens; with none anywhere, the request
     /// waits for the connect.
-    private func nextConnection(for loop: any EventLoop) -> EventLoopFuture<Connection> {
-        enum Choice {
-            case ready(Connection)
-            case wait(EventLoopFuture<Connection>)
-        }
+    private func nextConnection(for loop: any EventLoop) -> Choice {
         let key = ObjectIdentifier(loop)
         var started: (attempt: Int, future: EventLoopFuture<Connection>)?
         let choice = state.withLockedValue { state -> Choice in
@@ -179,10 +194,7 @@ final class UpstreamConnections: Sendable {
                 }
             }
         }
-        switch choice {
-        case .ready(let connection): return connection.channel.eventLoop.makeSucceededFuture(connection)
-        case .wait(let future): return future
-        }
+        return choice
     }
 
     /// The requests sent were validated as they arrived from clients, and what the upstream
