@@ -54,10 +54,10 @@ count() {
   pids+=("$pid")
   for _ in $(seq 600); do curl -s -o /dev/null --http2-prior-knowledge "http://127.0.0.1:$listen/" && break; sleep 0.1; done
   h2load -n 2000 -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > /dev/null 2>&1
-  callgrind_control -i on "$pid" > /dev/null
+  callgrind_control -i on "$pid" > /dev/null 2>&1
   h2load -n "$requests" -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > "$work/$name.h2load"
-  callgrind_control -i off "$pid" > /dev/null
-  callgrind_control -d "$pid" > /dev/null
+  callgrind_control -i off "$pid" > /dev/null 2>&1
+  callgrind_control -d "$pid" > /dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   grep -q "succeeded, 0 failed" "$work/$name.h2load" || { echo "$name: requests failed" >&2; tail -n 5 "$work/$name.h2load" "$work/$name.log" >&2; exit 1; }
   awk '/^totals:/ { total += $2 } END { print int(total / '"$requests"') }' "$out"*
@@ -77,6 +77,7 @@ printf '%-40s %9d  %5.2fx nghttpx\n' "attache relay, passthrough" "$passthrough"
 printf '%-40s %9d  %5.2fx nghttpx passthrough\n' "attache relay, enriched (cached)" "$cached" "$(echo "$cached / $anchor" | bc -l)"
 echo
 echo "where the relay's passthrough instructions go (a function's own, the largest):"
-# The relay's dump of the counted requests (its exit's, with counting off, holds none).
+# The relay's dump of the counted requests (its exit's, with counting off, holds none). The
+# listing is read to its end: a reader that stopped early would fail the pipeline (SIGPIPE).
 callgrind_annotate --inclusive=no "$work/relay.callgrind.1" 2>/dev/null | grep -E '^ *[0-9,]+ +\( *[0-9.]+%\) ' | grep -v "PROGRAM TOTALS" \
-  | head -12 | sed -E 's/^ *[0-9,]+ +\( *([0-9.]+%)\) +[^:]*:(.*) \[[^]]*\]$/  \1  \2/' | swift demangle --simplified | cut -c1-110
+  | sed -n 1,12p | sed -E 's/^ *[0-9,]+ +\( *([0-9.]+%)\) +[^:]*:(.*) \[[^]]*\]$/  \1  \2/' | swift demangle --simplified | cut -c1-110
