@@ -65,7 +65,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         let payload = try h.sample("fcm-v1.json")
         #expect(payload.contains(h.lab.originURL))
         try await h.app.test(.router) { client in
-            let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(10_000), "profile": .string("none")])
+            let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(30_000), "profile": .string("none")])
             try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: body) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[.contentType] == "text/event-stream")
@@ -97,7 +97,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         defer { h.lab.shutdown() }
         let payload = try h.sample("generic.json")
         try await h.app.test(.router) { client in
-            let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(10_000)])
+            let body = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(30_000)])
             let url = try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: body) { r in
                 let result = try #require(try events(r.body).last?.data)
                 return try #require(result["images"]?.arrayValue?.first?.objectValue?["url"]?.stringValue)
@@ -136,7 +136,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         defer { h.lab.shutdown() }
         let prepared = try await h.lab.prepare(try h.sample("generic.json"), profile: try #require(FaultProfile.named("404")))
         #expect(String(decoding: prepared, as: UTF8.self).contains("?status=404"))
-        let emission = try await h.lab.run(prepared, budget: .seconds(10))
+        let emission = try await h.lab.run(prepared, budget: .seconds(30))
         #expect(emission.outcome == .fallback)
         #expect(emission.reason == .fetchFailed)
         #expect(emission.bytes == prepared)  // the fallback is the payload as run, byte for byte
@@ -153,7 +153,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         defer { other.stop() }
         let url = "http://127.0.0.1:\(other.port)/photo.jpg"
         let payload = "{\"aps\":{\"alert\":\"hi\",\"mutable-content\":1},\"image_url\":\"\(url)\"}"
-        let emission = try await h.lab.run(try await h.lab.prepare(payload, profile: FaultProfile.all[0]), budget: .seconds(10))
+        let emission = try await h.lab.run(try await h.lab.prepare(payload, profile: FaultProfile.all[0]), budget: .seconds(30))
         #expect(emission.reason == .addressDenied)
         // Nor by asking for a fault, which fetches the URL to serve it from the lab's origin.
         await #expect(throws: LabError.self) { try await h.lab.prepare(payload, profile: try #require(FaultProfile.named("404"))) }
@@ -166,7 +166,7 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
         let payload = try h.sample("generic.json")
         try await h.app.test(.router) { client in
             let body = LabHarness.request([
-                "payload": .string(payload), "deadlines_ms": .array([.int(300), .int(10_000)]),
+                "payload": .string(payload), "deadlines_ms": .array([.int(300), .int(30_000)]),
                 "profiles": .array([.string("none"), .string("slow-first-byte")]),
             ])
             try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: body) { r in
@@ -177,9 +177,9 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
                 func outcome(_ profile: String, _ deadline: Int) -> String? {
                     cells.first { $0["profile"]?.stringValue == profile && $0["deadline_ms"]?.numberText == "\(deadline)" }?["outcome"]?.stringValue
                 }
-                #expect(outcome("none", 10_000) == "enriched")
+                #expect(outcome("none", 30_000) == "enriched")
                 #expect(outcome("slow-first-byte", 300) == "fallback")  // 1.5 s before the first byte
-                #expect(outcome("slow-first-byte", 10_000) == "enriched")
+                #expect(outcome("slow-first-byte", 30_000) == "enriched")
                 #expect(cells.allSatisfy { $0["attachments"]?.arrayValue?.isEmpty == false })
                 let done = try #require(all.last)
                 #expect(done.event == "done")
