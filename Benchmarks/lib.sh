@@ -20,3 +20,25 @@ start_origin() {
   origin=$!
   for _ in $(seq 50); do grep -q listening "$2" 2>/dev/null && break; sleep 0.1; done
 }
+
+# need_packages PACKAGE...: those of the Debian packages that are missing, installed with apt-get
+# (through sudo when not root).
+need_packages() {
+  local missing="" p sudo_
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+  [ -n "$missing" ] || return 0
+  sudo_=$([ "$(id -u)" = 0 ] || echo sudo)
+  # shellcheck disable=SC2086 # the names are words
+  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+}
+
+# start_apns_upstream WORK: a test CA in WORK and nghttpd over TLS with it on a free port, answering
+# POST /3/device/abc 200 from an empty file (an APNs double for the relay's benchmarks); sets $up
+# (its port) and $upstream (its pid).
+start_apns_upstream() {
+  Tests/cli/test-ca.sh "$1" > /dev/null
+  mkdir -p "$1/up/3/device" && : > "$1/up/3/device/abc"
+  up=$(free_port)
+  nghttpd -n 1 -d "$1/up" "$up" "$1/server.key" "$1/server.pem" > "$1/nghttpd.log" 2>&1 &
+  upstream=$!
+}

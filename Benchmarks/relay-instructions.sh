@@ -18,19 +18,10 @@ work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
-for p in valgrind nghttp2-client nghttp2-proxy nghttp2-server openssl; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing="${missing:-} $p"
-done
-if [ -n "${missing:-}" ]; then
-  sudo_=$([ "$(id -u)" = 0 ] || echo sudo)
-  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
-fi
+need_packages valgrind nghttp2-client nghttp2-proxy nghttp2-server openssl
 
-Tests/cli/test-ca.sh "$work" > /dev/null
-mkdir -p "$work/up/3/device" && : > "$work/up/3/device/abc"
-up=$(free_port)
-nghttpd -n 1 -d "$work/up" "$up" "$work/server.key" "$work/server.pem" > "$work/nghttpd.log" 2>&1 &
-pids+=($!)
+start_apns_upstream "$work"
+pids+=("$upstream")
 start_origin Samples/media "$work/origin.log"
 pids+=("$origin")
 # Valgrind 3.19 cannot read the DWARF 5 a Swift build writes: the relay runs from a copy without
