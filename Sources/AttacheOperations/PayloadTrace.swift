@@ -1,5 +1,6 @@
 import Attache
 import AttacheFetch
+import Synchronization
 import Tracing
 
 /// One payload's spans, made from its report once it is answered: a span for the payload (its
@@ -16,7 +17,17 @@ public struct PayloadTrace: Sendable {
     let parent: ServiceContext
 
     /// Whether a tracer is bootstrapped (the process's `OTEL_*` variables asked for traces).
-    public static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+    /// Asked twice for every payload: a flag set by `bootstrap`, where asking the instrumentation
+    /// system takes its lock and casts its instrument each time.
+    public static var isOn: Bool { bootstrapped.load(ordering: .relaxed) }
+
+    private static let bootstrapped = Atomic(false)
+
+    /// Makes `tracer` the process's, once, before any payload is taken.
+    public static func bootstrap(_ tracer: some Tracer) {
+        InstrumentationSystem.bootstrap(tracer)
+        bootstrapped.store(true, ordering: .relaxed)
+    }
 
     /// Nil when no tracer is bootstrapped.
     public static func begin(in context: ServiceContext? = ServiceContext.current) -> PayloadTrace? {

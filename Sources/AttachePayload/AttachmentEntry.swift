@@ -103,35 +103,39 @@ public struct AttachmentEntry: Sendable, Equatable {
 
     /// `record`: with what stays out of payloads (the Android copy's URL), for the shared results.
     public func json(trim: Int = 0, record: Bool = false) -> JSONValue {
+        // Each key once, so members are appended, not looked for first: an entry is made for
+        // every attachment of every payload written.
         var o = JSONObject()
-        o["id"] = .string(id)
-        o["url"] = .string(url)
-        o["type"] = .string(type)
+        o.members.reserveCapacity(12)
+        func put(_ key: String, _ value: JSONValue) { o.members.append(JSONObject.Member(key: key, value: value)) }
+        put("id", .string(id))
+        put("url", .string(url))
+        put("type", .string(type))
         if trim < 2 {
-            o["bytes"] = .int(bytes)
-            if let frames { o["frames"] = .int(frames) }
-            if let duration { o["duration"] = .double(duration) }
-            if let convertedFrom { o["converted-from"] = .string(convertedFrom.rawValue) }
+            put("bytes", .int(bytes))
+            if let frames { put("frames", .int(frames)) }
+            if let duration { put("duration", .double(duration)) }
+            if let convertedFrom { put("converted-from", .string(convertedFrom.rawValue)) }
         }
         if trim < 3 {
-            if let width { o["width"] = .int(width) }
-            if let height { o["height"] = .int(height) }
+            if let width { put("width", .int(width)) }
+            if let height { put("height", .int(height)) }
         }
         if trim < 4, let thumbnail {
-            o["thumbnail"] = .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)]))
+            put("thumbnail", .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)])))
         }
-        if trim < 1, let thumbhash { o["thumbhash"] = .string(thumbhash) }
+        if trim < 1, let thumbhash { put("thumbhash", .string(thumbhash)) }
         if trim < 1, let gif {
-            o["gif"] = .object(JSONObject(["url": .string(gif.url), "width": .int(gif.width), "height": .int(gif.height), "bytes": .int(gif.bytes)]))
+            put("gif", .object(JSONObject(["url": .string(gif.url), "width": .int(gif.width), "height": .int(gif.height), "bytes": .int(gif.bytes)])))
         }
-        if record, let androidURL { o["android-url"] = .string(androidURL) }
+        if record, let androidURL { put("android-url", .string(androidURL)) }
         if let rect = options.clippingRect {
-            o["thumbnail-clipping-rect"] = .object(JSONObject([
+            put("thumbnail-clipping-rect", .object(JSONObject([
                 "x": .double(rect.x), "y": .double(rect.y), "width": .double(rect.width), "height": .double(rect.height),
-            ]))
+            ])))
         }
-        if let time = options.thumbnailTime { o["thumbnail-time"] = .double(time) }
-        if let hidden = options.thumbnailHidden { o["thumbnail-hidden"] = .bool(hidden) }
+        if let time = options.thumbnailTime { put("thumbnail-time", .double(time)) }
+        if let hidden = options.thumbnailHidden { put("thumbnail-hidden", .bool(hidden)) }
         return .object(o)
     }
 }

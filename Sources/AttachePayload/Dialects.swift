@@ -4,13 +4,15 @@ public struct DialectReader: Sendable {
     /// Keys read as a single media URL each, in this order: top-level names, or JSON Pointers
     /// (`/data/image`) for nested ones.
     public var genericKeys: [String] {
-        didSet { topLevelKeys = Self.topLevelKeys(genericKeys) }
+        didSet { (topLevelKeys, generic) = (Self.topLevelKeys(genericKeys), genericKeys.map(Self.splitGenericKey)) }
     }
     public var maxAttachments: Int
     /// The top-level keys the dialects read (a generic JSON Pointer's first step among them):
     /// where a repeated key makes a payload ambiguous. Made when the keys are set, not for each
     /// payload.
     private(set) var topLevelKeys: Set<String>
+    /// `genericKeys` split into each key and its type key, once, not for each payload.
+    private var generic: [(key: String, typeKey: String?)]
 
     /// The spellings payloads written by hand use (tutorials, Apple-focused guides), read unless
     /// turned off.
@@ -21,6 +23,7 @@ public struct DialectReader: Sendable {
         self.genericKeys = genericKeys
         self.maxAttachments = maxAttachments
         self.topLevelKeys = Self.topLevelKeys(genericKeys)
+        self.generic = genericKeys.map(Self.splitGenericKey)
     }
 
     /// Requests in payload order, one per distinct URL (a URL named twice is fetched once and
@@ -34,28 +37,28 @@ public struct DialectReader: Sendable {
         found += braze(root)
         found += cleverTap(root)
         // Iterable (iterable-swift-sdk, ITBNotificationServiceExtension.swift): `itbl.attachment-url`.
-        found += single(value, [.key("itbl"), .key("attachment-url")], dialect: .iterable)
+        found += single(root, "itbl", [.key("attachment-url")], dialect: .iterable)
         found += customerIO(root)
         found += klaviyo(root)
         // Pushwoosh (pushwoosh-ios-sdk, PWNotificationExtensionManager, whose source is not public:
         // its documented payload): a top-level `attachment`.
-        found += single(value, [.key("attachment")], dialect: .pushwoosh)
+        found += single(root, "attachment", dialect: .pushwoosh)
         found += batch(root)
         found += mixpanel(root)
         found += notifee(root)
         // Expo (expo push service and expo-notifications): a message's `richContent.image` reaches
         // iOS as `body._richContent.image` (`data` goes under `body`).
-        found += single(value, [.key("body"), .key("_richContent"), .key("image")], dialect: .expo)
+        found += single(root, "body", [.key("_richContent"), .key("image")], dialect: .expo)
         // Salesforce Marketing Cloud (MarketingCloudSDK-iOS, _posts/2017-10-04-rich-notifications.md,
         // the extension it ships as the example): `_mediaUrl`; `_mediaAlt` is the body text the
         // extension shows when the media cannot be had, and passes through untouched.
-        found += single(value, [.key("_mediaUrl")], dialect: .salesforce)
+        found += single(root, "_mediaUrl", dialect: .salesforce)
         // Adobe Journey Optimizer (aepsdk-messaging-ios, its notification service and tests): `adb_media`.
-        found += single(value, [.key("adb_media")], dialect: .adobe)
-        for entry in genericKeys {
-            let (key, typeKey) = Self.splitGenericKey(entry)
-            guard let path = Self.path(key, in: value), let url = value[path: path]?.stringValue.flatMap(Self.url) else { continue }
-            let typePath = typeKey.flatMap { Self.path($0, in: value) }
+        found += single(root, "adb_media", dialect: .adobe)
+        for (key, typeKey) in generic {
+            guard let path = Self.path(key, in: root, present: true),
+                  let url = value[path: path]?.stringValue.flatMap(Self.url) else { continue }
+            let typePath = typeKey.flatMap { Self.path($0, in: root, present: false) }
             found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path],
                                       typeHint: typePath.map { TypeHintField(path: $0, form: .asWritten) }))
         }
@@ -95,9 +98,11 @@ public struct DialectReader: Sendable {
         return (String(entry[..<equals]), type.isEmpty ? nil : type)
     }
 
-    /// A top-level name, or where a JSON Pointer leads in `value`.
-    static func path(_ key: String, in value: JSONValue) -> [JSONPathComponent]? {
-        key.hasPrefix("/") ? JSONPointer(key)?.path(in: value) : [.key(key)]
+    /// A top-level name, or where a JSON Pointer leads in `root`. `present`: nil for a top-level
+    /// name the payload does not hold (no path is made for it).
+    static func path(_ key: String, in root: JSONObject, present: Bool) -> [JSONPathComponent]? {
+        if key.utf8.first == UInt8(ascii: "/") { return JSONPointer(key)?.path(in: .object(root)) }
+        return !present || root.contains(key) ? [.key(key)] : nil
     }
 
     /// A usable URL string: trimmed, non-empty. Whether it may be fetched is the fetcher's call.
@@ -106,10 +111,12 @@ public struct DialectReader: Sendable {
         return trimmed.isEmpty ? nil : trimmed
     }
 
-    /// One URL at a fixed place, its id the dialect's name.
-    private func single(_ root: JSONValue, _ path: [JSONPathComponent], dialect: Dialect, typeHint: TypeHintField? = nil) -> [MediaRequest] {
-        guard let url = root[path: path]?.stringValue.flatMap(Self.url) else { return [] }
-        return [MediaRequest(id: dialect.rawValue, url: url, dialect: dialect, locations: [path], typeHint: typeHint)]
+    /// One URL at a fixed place (the top-level `key`, then `rest`), its id the dialect's name.
+    /// The top-level key is looked for first: most payloads hold none of a dialect's.
+    private func single(_ root: JSONObject, _ key: String, _ rest: [JSONPathComponent] = [], dialect: Dialect,
+                        typeHint: TypeHintField? = nil) -> [MediaRequest] {
+        guard let top = root[key], let url = (rest.isEmpty ? top : top[path: rest])?.stringValue.flatMap(Self.url) else { return [] }
+        return [MediaRequest(id: dialect.rawValue, url: url, dialect: dialect, locations: [[.key(key)] + rest], typeHint: typeHint)]
     }
 
     // Firebase: FIRMessagingExtensionHelper reads `fcm_options.image`.
@@ -123,8 +130,9 @@ public struct DialectReader: Sendable {
     // A value that is not an http(s) URL names a file bundled in the app: the device's to attach,
     // not Attache's, and not a failure.
     private func oneSignal(_ root: JSONObject) -> [MediaRequest] {
-        let base: [JSONPathComponent] = root["os_data"]?.objectValue != nil ? [.key("os_data")] : []
-        guard let att = JSONValue.object(root)[path: base + [.key("att")]]?.objectValue else { return [] }
+        let data = root["os_data"]?.objectValue
+        guard let att = (data ?? root)["att"]?.objectValue else { return [] }
+        let base: [JSONPathComponent] = data != nil ? [.key("os_data")] : []
         return att.members.compactMap { member in
             guard let url = member.value.stringValue.flatMap(Self.url), Self.isWeb(url) else { return nil }
             return MediaRequest(id: member.key, url: url, dialect: .onesignal, locations: [base + [.key("att"), .key(member.key)]])
@@ -181,9 +189,8 @@ public struct DialectReader: Sendable {
     // Braze (braze-swift-sdk, its notification service extension support): `ab.att` {url, type}; `type`
     // is the extension of the file the SDK saves and without it the SDK attaches nothing.
     private func braze(_ root: JSONObject) -> [MediaRequest] {
+        guard let att = root["ab"]?.objectValue?["att"]?.objectValue, let url = att["url"]?.stringValue.flatMap(Self.url) else { return [] }
         let path: [JSONPathComponent] = [.key("ab"), .key("att")]
-        guard let att = JSONValue.object(root)[path: path]?.objectValue,
-              let url = att["url"]?.stringValue.flatMap(Self.url) else { return [] }
         return [MediaRequest(id: "braze", url: url, dialect: .braze, locations: [path + [.key("url")]],
                              options: MediaOptions(typeHint: att["type"]?.stringValue),
                              typeHint: TypeHintField(path: path + [.key("type")], form: .fileExtension, addWhenMissing: true))]
@@ -203,7 +210,7 @@ public struct DialectReader: Sendable {
     // payload is not a Customer.io one and its image is not read.
     private func customerIO(_ root: JSONObject) -> [MediaRequest] {
         guard root["CIO-Delivery-ID"]?.stringValue != nil, root["CIO-Delivery-Token"]?.stringValue != nil else { return [] }
-        return single(.object(root), [.key("CIO"), .key("push"), .key("image")], dialect: .customerio)
+        return single(root, "CIO", [.key("push"), .key("image")], dialect: .customerio)
     }
 
     // Klaviyo (klaviyo-swift-sdk, Sources/KlaviyoSwiftExtension/KlaviyoExtension.swift): only a
@@ -211,7 +218,7 @@ public struct DialectReader: Sendable {
     // (the SDK's default, jpeg, when absent — added when the copy is not a JPEG).
     private func klaviyo(_ root: JSONObject) -> [MediaRequest] {
         guard root["body"]?.objectValue?["_k"] != nil else { return [] }
-        return single(.object(root), [.key("rich-media")], dialect: .klaviyo,
+        return single(root, "rich-media", dialect: .klaviyo,
                       typeHint: TypeHintField(path: [.key("rich-media-type")], form: .fileExtension, addWhenMissing: true))
     }
 
@@ -219,9 +226,9 @@ public struct DialectReader: Sendable {
     // `com.batch` → `at` → `u` (URL) and `t` (handed to iOS as the attachment's type hint); the SDK
     // attaches nothing unless both are there.
     private func batch(_ root: JSONObject) -> [MediaRequest] {
-        let path: [JSONPathComponent] = [.key("com.batch"), .key("at")]
-        guard let at = JSONValue.object(root)[path: path]?.objectValue, let type = at["t"]?.stringValue,
+        guard let at = root["com.batch"]?.objectValue?["at"]?.objectValue, let type = at["t"]?.stringValue,
               let url = at["u"]?.stringValue.flatMap(Self.url) else { return [] }
+        let path: [JSONPathComponent] = [.key("com.batch"), .key("at")]
         return [MediaRequest(id: "batch", url: url, dialect: .batch, locations: [path + [.key("u")]], options: MediaOptions(typeHint: type),
                              typeHint: TypeHintField(path: path + [.key("t")], form: .typeIdentifier))]
     }
@@ -231,7 +238,7 @@ public struct DialectReader: Sendable {
     // the copy's).
     private func mixpanel(_ root: JSONObject) -> [MediaRequest] {
         guard root["mp"] != nil else { return [] }
-        return single(.object(root), [.key("mp_media_url")], dialect: .mixpanel)
+        return single(root, "mp_media_url", dialect: .mixpanel)
     }
 
     // Notifee (notifee, ios/NotifeeCore/NotifeeCoreExtensionHelper.m): the first of
@@ -252,7 +259,7 @@ public struct DialectReader: Sendable {
                                  options: o, typeHint: TypeHintField(path: base + [.key("typeHint")], form: .typeIdentifier))]
         }
         guard (options["image"]?.stringValue?.count ?? 0) > 1 else { return [] }
-        return single(.object(root), [.key("notifee_options"), .key("image")], dialect: .notifee)
+        return single(root, "notifee_options", [.key("image")], dialect: .notifee)
     }
 
     /// Airship's `content` (title, subtitle, body), which its SDK applies to the alert.

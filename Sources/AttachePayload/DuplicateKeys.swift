@@ -3,18 +3,23 @@
 /// payload ambiguous, and it goes out unchanged. Elsewhere duplicates are the sender's custom data
 /// and pass through as they came.
 extension JSONObject {
-    /// The first key that appears more than once, among `keys` only when given.
-    public func firstRepeatedKey(among keys: Set<String>? = nil) -> String? {
+    /// The first key that appears more than once.
+    public func firstRepeatedKey() -> String? { firstRepeatedKey(where: { _ in true }) }
+
+    /// The first key that appears more than once among those `counted` accepts. A predicate, not
+    /// a set: the runtime asks this of every payload about two or three keys, and a set made for
+    /// each question cost more in hashing than the question.
+    public func firstRepeatedKey(where counted: (String) -> Bool) -> String? {
         // Most objects of a payload hold a handful of keys: compared pairwise they need no
         // hashing, which for each payload's few objects cost more than the rest of this check.
         if members.count <= 12 {
-            for (i, member) in members.enumerated() where keys?.contains(member.key) ?? true {
+            for (i, member) in members.enumerated() where counted(member.key) {
                 if members[..<i].contains(where: { $0.key == member.key }) { return member.key }
             }
             return nil
         }
         var seen = Set<String>()
-        for member in members where keys?.contains(member.key) ?? true {
+        for member in members where counted(member.key) {
             if !seen.insert(member.key).inserted { return member.key }
         }
         return nil
@@ -40,9 +45,9 @@ extension Payload {
     /// A repeated key where the runtime reads or writes: `aps` or the attachments key at the top,
     /// anything inside `aps.alert`, `alert` or `mutable-content` in `aps`.
     public func repeatedAPNsKey(attachmentsKey: String) -> String? {
-        if let key = root.firstRepeatedKey(among: ["aps", attachmentsKey]) { return key }
+        if let key = root.firstRepeatedKey(where: { $0 == "aps" || $0 == attachmentsKey }) { return key }
         guard let aps else { return nil }
-        if let key = aps.firstRepeatedKey(among: ["alert", "mutable-content"]) { return "aps.\(key)" }
+        if let key = aps.firstRepeatedKey(where: { $0 == "alert" || $0 == "mutable-content" }) { return "aps.\(key)" }
         return aps["alert"]?.firstRepeatedKey.map { "aps.alert.\($0)" }
     }
 }
@@ -55,7 +60,7 @@ extension DialectReader {
     /// A repeated key where a dialect reads: among its top-level keys, or anywhere inside one.
     public func repeatedKey(in root: JSONObject) -> String? {
         let keys = topLevelKeys
-        if let key = root.firstRepeatedKey(among: keys) { return key }
+        if let key = root.firstRepeatedKey(where: keys.contains) { return key }
         for member in root.members where keys.contains(member.key) {
             if let key = member.value.firstRepeatedKey { return "\(member.key).\(key)" }
         }

@@ -183,11 +183,23 @@ public struct JSONParser: Sendable {
 
         mutating func string() throws(PayloadError) -> String {
             position += 1
-            var out: [UInt8] = []
             let start = position
-            // Fast path: no escapes.
-            while let b = peek, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\"), b >= 0x20 { position += 1 }
-            out.append(contentsOf: bytes[start..<position])
+            // Fast path: no escapes (nearly every string of a payload), read straight from the
+            // input; ASCII needs no UTF-8 check. A payload is parsed for every notification the
+            // relay or the service enriches.
+            var bits: UInt8 = 0
+            while let b = peek, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\"), b >= 0x20 {
+                bits |= b
+                position += 1
+            }
+            if peek == UInt8(ascii: "\"") {
+                let run = bytes[start..<position]
+                position += 1
+                if bits < 0x80 { return String(decoding: run, as: UTF8.self) }
+                guard let s = String(validating: run, as: UTF8.self) else { throw error("string is not valid UTF-8") }
+                return s
+            }
+            var out = Array(bytes[start..<position])
             while true {
                 guard let b = peek else { throw error("unterminated string") }
                 position += 1

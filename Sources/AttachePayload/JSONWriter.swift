@@ -44,6 +44,10 @@ public enum JSONWriter {
         // again for every notification the relay or the service enriches, and a byte at a time
         // cost more than the rest of writing it.
         s.withUTF8 { bytes in
+            guard bytes.contains(where: { $0 == 0x22 || $0 == 0x5c || $0 < 0x20 }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
             var start = 0
             for (i, b) in bytes.enumerated() where b == 0x22 || b == 0x5c || b < 0x20 {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))

@@ -9,17 +9,17 @@ public struct Forwarder: Sendable {
     public struct Answer: Sendable {
         public var status: Int
         /// The response fields a client of Apple's or Google's reads (`apns-id`, …).
-        public var headers: [(name: String, value: String)]
+        public var headers: [HeaderField]
         public var body: ByteBuffer
     }
 
     /// The response fields passed back to the client.
-    static let answeredFields: Set<String> = ["apns-id", "apns-unique-id", "content-type", "retry-after"]
+    static let answeredFields = FieldNames(["apns-id", "apns-unique-id", "content-type", "retry-after"])
     /// Request fields that belong to one hop, or to HTTP/2's own framing, or to the relay.
-    static let hopFields: Set<String> = [
+    static let hopFields = FieldNames([
         "host", "content-length", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade",
         "expect", "attache-deadline-ms",
-    ]
+    ])
 
     let apns: UpstreamConnections
     let fcm: UpstreamConnections
@@ -52,7 +52,7 @@ public struct Forwarder: Sendable {
     /// own; the upstream sees what the client sent.
     /// `loop`: the client's, whose connections to the upstream carry it (nil: the caller's loop,
     /// or any from a task).
-    func forward(_ provider: Provider, path: String, fields: [(name: String, value: String)], body: ByteBuffer,
+    func forward(_ provider: Provider, path: String, fields: [HeaderField], body: ByteBuffer,
                  timeout: Duration, on loop: (any EventLoop)? = nil) -> EventLoopFuture<Answer> {
         let upstream = provider == .apns ? apns : fcm
         let exchange = UpstreamConnections.Exchange(

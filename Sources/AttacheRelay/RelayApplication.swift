@@ -66,7 +66,7 @@ struct RelayHTTP1Responder: HTTPResponder {
     let controller: RelayController
 
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
-        let fields = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+        let fields = request.headers.map { HeaderField(name: $0.name.canonicalName, value: $0.value) }
         var relayed = RelayRequest(method: request.method.rawValue, path: request.head.path ?? "/", fields: fields, body: ByteBuffer())
         let route = RelayRoute(method: relayed.method, path: relayed.path, topic: relayed.field("apns-topic"))
         guard case .send(let provider, let app) = route else { return Self.response(route.refusal(relayed)!) }
@@ -85,8 +85,8 @@ struct RelayHTTP1Responder: HTTPResponder {
 
     static func response(_ answer: RelayAnswer) -> Response {
         var headers = HTTPFields()
-        for (name, value) in answer.fields {
-            if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) }
+        for field in answer.fields {
+            if let name = HTTPField.Name(field.name) { headers.append(HTTPField(name: name, value: field.value)) }
         }
         let status = answer.status == 508 ? HTTPResponse.Status(code: 508, reasonPhrase: "Loop Detected") : HTTPResponse.Status(code: answer.status)
         guard answer.body.readableBytes > 0 else { return Response(status: status, headers: headers) }

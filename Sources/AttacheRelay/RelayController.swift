@@ -31,10 +31,10 @@ enum Provider: Sendable {
                 "code": .number(String(status)), "message": .string(reason), "status": .string(code),
             ]))]))
         }
-        var fields: [(name: String, value: String)] = [("content-type", "application/json")]
-        if self == .apns { fields.append(("apns-id", request?.field("apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString)) }
-        if let outcome { fields.append((RelayAnswer.outcome, outcome)) }
-        if let budget { fields.append((RelayAnswer.deadline, String(Int(budget.milliseconds)))) }
+        var fields = [HeaderField(name: "content-type", value: "application/json")]
+        if self == .apns { fields.append(HeaderField(name: "apns-id", value: request?.field("apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString)) }
+        if let outcome { fields.append(HeaderField(name: RelayAnswer.outcome, value: outcome)) }
+        if let budget { fields.append(HeaderField(name: RelayAnswer.deadline, value: String(Int(budget.milliseconds)))) }
         return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)))
     }
 }
@@ -45,7 +45,7 @@ struct RelayRequest: Sendable {
     var method: String
     /// The path with its query.
     var path: String
-    var fields: [(name: String, value: String)]
+    var fields: [HeaderField]
     var body: ByteBuffer
     /// When its head was read: the enrichment's deadline counts from here.
     var arrival = ContinuousClock.now
@@ -63,12 +63,12 @@ struct RelayRequest: Sendable {
 struct RelayAnswer: Sendable {
     var status: Int
     /// Lower-case names.
-    var fields: [(name: String, value: String)]
+    var fields: [HeaderField]
     /// Empty: no body (Apple's 200 is a HEADERS frame alone, and a client such as aioapns parses
     /// any DATA frame it gets as JSON).
     var body: ByteBuffer
 
-    func adding(_ field: (name: String, value: String)) -> RelayAnswer {
+    func adding(_ field: HeaderField) -> RelayAnswer {
         var answer = self
         answer.fields.append(field)
         return answer
@@ -129,7 +129,7 @@ enum RelayRoute: Sendable {
         case .send: nil
         case .methodNotAllowed(let provider):
             // RFC 9110 §15.5.6: a 405 names the methods the path has.
-            provider.error(405, "MethodNotAllowed", request: request).adding(("allow", "POST"))
+            provider.error(405, "MethodNotAllowed", request: request).adding(HeaderField(name: "allow", value: "POST"))
         case .badPath: Provider.apns.error(404, "BadPath", request: request)
         }
     }
@@ -289,9 +289,9 @@ struct RelayController: Sendable {
         var fields = request.fields
         if let authorization {
             fields.removeAll { $0.name == "authorization" }
-            fields.append((name: "authorization", value: authorization))
+            fields.append(HeaderField(name: "authorization", value: authorization))
         }
-        fields.append((name: "via", value: "2 " + hop))
+        fields.append(HeaderField(name: "via", value: "2 " + hop))
         let (metrics, logger) = (metrics, logger)
         let forwarded = forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
                                           on: request.loop)
@@ -302,8 +302,8 @@ struct RelayController: Sendable {
             case .success(let answer):
                 metrics.relayed(status: answer.status)
                 var fields = answer.headers
-                fields.append((RelayAnswer.outcome, answer.status == 200 ? outcome : Self.undelivered(outcome)))
-                fields.append((RelayAnswer.deadline, String(Int(budget.milliseconds))))
+                fields.append(HeaderField(name: RelayAnswer.outcome, value: answer.status == 200 ? outcome : Self.undelivered(outcome)))
+                fields.append(HeaderField(name: RelayAnswer.deadline, value: String(Int(budget.milliseconds))))
                 relayed.succeed(RelayAnswer(status: answer.status, fields: fields, body: answer.body))
             case .failure(let error):
                 logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])

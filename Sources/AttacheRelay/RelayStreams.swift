@@ -154,7 +154,7 @@ final class RelayStreams: ChannelInboundHandler {
         var head = HPACKHeaders()
         head.reserveCapacity(answer.fields.count + 2)
         head.add(name: ":status", value: String(answer.status))
-        for (name, value) in answer.fields { head.add(name: name, value: value) }
+        for field in answer.fields { head.add(name: field.name, value: field.value) }
         let empty = answer.body.readableBytes == 0
         if !empty { head.add(name: "content-length", value: String(answer.body.readableBytes)) }
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: head, endStream: empty)))), promise: nil)

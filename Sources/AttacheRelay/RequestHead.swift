@@ -1,6 +1,36 @@
 import NIOCore
 import NIOHPACK
 
+/// A header field as the relay holds it: a lower-case name and its value. A struct, not a tuple:
+/// an array of tuples is destroyed through the runtime's generic tuple witness, field by field,
+/// which on a relayed request cost more than its header check.
+public struct HeaderField: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A few field names, asked about for every field of every relayed request and answer: kept by
+/// length, so a name is compared only with those as long as it, and never hashed.
+struct FieldNames: Sendable {
+    private let byLength: [[String]]
+
+    init(_ names: [String]) {
+        var byLength = [[String]](repeating: [], count: (names.map(\.utf8.count).max() ?? 0) + 1)
+        for name in names { byLength[name.utf8.count].append(name) }
+        self.byLength = byLength
+    }
+
+    func contains(_ name: String) -> Bool {
+        let length = name.utf8.count
+        return length < byLength.count && byLength[length].contains(name)
+    }
+}
+
 extension RelayRequest {
     /// A request read from its HEADERS frame and checked as RFC 9113 § 8.2 and § 8.3 ask, in the
     /// one pass that reads it: the pseudo-header fields first, each known, once, those a request
@@ -29,7 +59,7 @@ extension RelayRequest {
                 }
             } else {
                 guard Self.isName(name), Self.isValue(value), !Self.isForbidden(name, value) else { return nil }
-                fields.append((name: name, value: value))
+                fields.append(HeaderField(name: name, value: value))
             }
         }
         let (mandatory, allowed): (Pseudo, Pseudo) = method == "CONNECT" ? ([.method, .authority], [.method, .authority])

@@ -78,8 +78,8 @@ public actor ServiceAccountToken {
     private func buy(now: Int64) async throws -> (bearer: String, expires: Int64) {
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + (try assertion(now: now))
         let answer = try await endpoint.send(
-            .init(path: endpoint.origin.pathPrefix.isEmpty ? "/" : endpoint.origin.pathPrefix, fields: [(name: "content-type", value: "application/x-www-form-urlencoded")],
-                  body: ByteBuffer(string: form)),
+            .init(path: endpoint.origin.pathPrefix.isEmpty ? "/" : endpoint.origin.pathPrefix,
+                  fields: [HeaderField(name: "content-type", value: "application/x-www-form-urlencoded")], body: ByteBuffer(string: form)),
             deadline: .now() + .seconds(10)
         ).get()
         let body = try? JSONParser(maxBytes: 1 << 20).parse(Array(buffer: answer.body)).objectValue

@@ -91,7 +91,7 @@ final class UpstreamConnections: Sendable {
     /// A request as the relay forwards it.
     struct Exchange: Sendable {
         var path: String
-        var fields: [(name: String, value: String)]
+        var fields: [HeaderField]
         var body: ByteBuffer
     }
 
@@ -279,7 +279,7 @@ final class Connection: Sendable {
         head.add(name: ":scheme", value: origin.tls ? "https" : "http")
         head.add(name: ":authority", value: origin.authority)
         head.add(name: ":path", value: exchange.path)
-        for (name, value) in exchange.fields { head.add(name: name, value: value) }
+        for field in exchange.fields { head.add(name: field.name, value: field.value) }
         head.add(name: "content-length", value: String(exchange.body.readableBytes))
         let (exchanges, body) = (exchanges, exchange.body)
         let send: @Sendable () -> Void = { [head] in exchanges.value.send(head: head, body: body, answer: answer, deadline: deadline) }
@@ -323,7 +323,7 @@ final class Exchanges: ChannelInboundHandler {
     private struct Pending {
         let answer: EventLoopPromise<Forwarder.Answer>
         var status: Int?
-        var fields: [(name: String, value: String)] = []
+        var fields: [HeaderField] = []
         var body = ByteBuffer()
         /// The stream's inbound window, used by the answer.
         var window = InboundWindow()
@@ -394,7 +394,7 @@ final class Exchanges: ChannelInboundHandler {
             if exchange.status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
                 exchange.status = code
                 for (name, value, _) in headers.headers where !name.hasPrefix(":") {
-                    exchange.fields.append((name: name, value: value))
+                    exchange.fields.append(HeaderField(name: name, value: value))
                 }
                 pending[frame.streamID] = exchange
             }

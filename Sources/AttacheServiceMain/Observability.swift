@@ -1,4 +1,5 @@
 import AttacheCommandLine
+import AttacheOperations
 import AttacheHTTPKit
 import Logging
 import Metrics
@@ -57,6 +58,6 @@ func bootstrapTracing() throws -> (any Service)? {
     configuration.traces.batchSpanProcessor.maxQueueSize = 8192
     configuration.traces.batchSpanProcessor.maxExportBatchSize = 8192
     let backend = try OTel.makeTracingBackend(configuration: configuration)
-    InstrumentationSystem.bootstrap(backend.factory)
+    PayloadTrace.bootstrap(backend.factory)
     return backend.service
 }

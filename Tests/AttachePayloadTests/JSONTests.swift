@@ -17,6 +17,16 @@ import Testing
         #expect(JSONWriter.string(parsed) == #"{"s":"a\"b\\c\né😀/"}"#)
     }
 
+    @Test func readsStringsWithoutEscapesAsTheyAre() throws {
+        // ASCII, and UTF-8 (two-, three- and four-byte sequences), with no escape to decode.
+        let text = #"{"plain":"https://cdn.example.com/a.jpg","é":"Grüße, 東京 😀","":""}"#
+        let parsed = try JSONParser().parse(Array(text.utf8))
+        #expect(parsed.objectValue?["é"]?.stringValue == "Grüße, 東京 😀")
+        #expect(parsed.objectValue?["plain"]?.stringValue == "https://cdn.example.com/a.jpg")
+        #expect(parsed.objectValue?[""]?.stringValue == "")
+        #expect(try roundTrip(text) == text)
+    }
+
     @Test(arguments: [
         "", "{", "{\"a\":}", "{\"a\":1,}", "[1,]", "01", "1.", "-", "\"\\x\"", "{\"a\":tru}", "{} {}",
         "\"\u{01}\"", "\"\\ud800\"", "{\"a\" 1}", "nul",
@@ -40,6 +50,8 @@ import Testing
 
     @Test func rejectsInvalidUTF8() {
         #expect(throws: PayloadError.self) { try JSONParser().parse([0x22, 0xC3, 0x28, 0x22]) }
+        // After an escape too: the string is then read byte by byte.
+        #expect(throws: PayloadError.self) { try JSONParser().parse([0x22, 0x5C, 0x6E, 0xC3, 0x28, 0x22]) }
     }
 
     @Test func limitsDepthAndSize() throws {
