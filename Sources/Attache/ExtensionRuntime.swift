@@ -84,39 +84,55 @@ public struct ExtensionRuntime: Sendable {
         logger: Logger = ExtensionRuntime.silent,
         makeExtension: @Sendable () -> any AsyncNotificationServiceExtension
     ) async throws(PayloadError) -> Emission {
-        let handed: Handed
-        switch try handOver(bytes, identifier: identifier, logger: logger) {
-        case .answered(let emission): return emission
-        case .handed(let payload): handed = payload
+        switch try start(bytes, identifier: identifier, logger: logger, makeExtension: makeExtension) {
+        case .done(let emission): return emission
+        case .waiting(let waiting): return await waiting.emission()
         }
-        let ext = makeExtension()
-        let result: ExtensionResult
-        if let atOnce = ext.resultAtOnce(handed.request) {
-            result = atOnce
-        } else {
-            result = await Self.race(ext, handed.request, deadline: handed.request.deadline)
-        }
-        return finish(result, handed)
     }
 
-    /// `process`'s answer when it needs no waiting: a payload the runtime answers itself (not
-    /// mutable, ambiguous), or one whose extension has its result at once (`resultAtOnce`); nil
-    /// when the extension would have to be waited for (then `process` it, from a task). A front
-    /// door on an event loop answers these from the loop, with no task made for them.
-    public func processAtOnce(
+    /// `process` as far as it goes without waiting: the payload read, and answered when the
+    /// runtime answers it itself (not mutable, ambiguous) or its extension has its result at once
+    /// (`resultAtOnce`); else the extension, handed the payload, to be waited for from a task. A
+    /// front door on an event loop answers the first from the loop, with no task made for them,
+    /// and gives the second to a task, which does not read the payload again.
+    public func start(
         _ bytes: [UInt8],
         identifier: String = "payload",
         logger: Logger = ExtensionRuntime.silent,
         makeExtension: () -> any AsyncNotificationServiceExtension
-    ) throws(PayloadError) -> Emission? {
+    ) throws(PayloadError) -> Start {
         switch try handOver(bytes, identifier: identifier, logger: logger) {
-        case .answered(let emission): return emission
-        case .handed(let handed): return makeExtension().resultAtOnce(handed.request).map { finish($0, handed) }
+        case .answered(let emission): return .done(emission)
+        case .handed(let handed):
+            let ext = makeExtension()
+            if let atOnce = ext.resultAtOnce(handed.request) { return .done(finish(atOnce, handed)) }
+            return .waiting(Waiting(runtime: self, ext: ext, handed: handed))
+        }
+    }
+
+    /// What `start` came to.
+    public enum Start: Sendable {
+        /// The answer, made without waiting.
+        case done(Emission)
+        /// An extension to wait for.
+        case waiting(Waiting)
+    }
+
+    /// A payload's extension, handed its request by `start`, whose result is to be waited for.
+    /// Its deadline counts from when it was handed over.
+    public struct Waiting: Sendable {
+        fileprivate let runtime: ExtensionRuntime
+        fileprivate let ext: any AsyncNotificationServiceExtension
+        fileprivate let handed: Handed
+
+        /// The payload that goes out: what `process` would have answered.
+        public func emission() async -> Emission {
+            runtime.finish(await ExtensionRuntime.race(ext, handed.request, deadline: handed.request.deadline), handed)
         }
     }
 
     /// A payload read and found to be one an extension is run on, with its request.
-    private struct Handed {
+    fileprivate struct Handed: Sendable {
         let payload: Payload
         let request: NotificationRequest
         let start: ContinuousClock.Instant
@@ -146,7 +162,7 @@ public struct ExtensionRuntime: Sendable {
     }
 
     /// The payload that goes out for the extension's result.
-    private func finish(_ result: ExtensionResult, _ handed: Handed) -> Emission {
+    fileprivate func finish(_ result: ExtensionResult, _ handed: Handed) -> Emission {
         let (payload, start) = (handed.payload, handed.start)
         if result.reason == .timeout || result.attachments.contains(where: { $0.reason == .timeout }) {
             // The deadline fired (here, or in a transfer that hit it a moment earlier): the best
@@ -186,7 +202,7 @@ public struct ExtensionRuntime: Sendable {
     /// for anyway, and its final reports say where each unfinished attachment had got to (what a
     /// timeline draws). The extension runs in a task of its own, which the deadline cancels; the
     /// deadline is an entry of the process's one `DeadlineTimer`, not a sleeping task.
-    private static func race(_ ext: any AsyncNotificationServiceExtension, _ request: NotificationRequest,
+    fileprivate static func race(_ ext: any AsyncNotificationServiceExtension, _ request: NotificationRequest,
                              deadline: ContinuousClock.Instant) async -> ExtensionResult {
         enum Race { case running, answered, expired(best: ExtensionResult?) }
         let race = Mutex(Race.running)

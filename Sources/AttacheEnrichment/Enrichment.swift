@@ -115,16 +115,17 @@ public struct Enrichment: Sendable {
         return try await runtime.process(bytes, identifier: identifier, logger: logger) { services.makeExtension(observer: observer, scope: scope) }
     }
 
-    /// `enrich`'s answer when it needs no waiting: every media the payload names already in the
-    /// cache (or none, or a payload the runtime answers itself); nil when it would wait, and for an
-    /// FCM send request (whose parts are enriched apart). Made on the calling thread, with no
-    /// task: what a door on an event loop answers a campaign's repeated media with.
-    public func enrichAtOnce(_ bytes: [UInt8], identifier: String = "payload", budget: Duration? = nil,
-                             logger: Logger = ExtensionRuntime.silent, scope: EnrichmentScope = .unscoped) throws(PayloadError) -> Emission? {
+    /// `enrich` as far as it goes without waiting, on the calling thread, with no task: the answer
+    /// when every media the payload names is already in the cache (or it names none, or the
+    /// runtime answers it itself) — what a door on an event loop answers a campaign's repeated
+    /// media with — else its fetches under way, to be awaited from a task (`Waiting.emission()`).
+    /// Nil for an FCM send request (whose parts are enriched apart): `enrich` it.
+    public func start(_ bytes: [UInt8], identifier: String = "payload", budget: Duration? = nil,
+                      logger: Logger = ExtensionRuntime.silent, scope: EnrichmentScope = .unscoped) throws(PayloadError) -> ExtensionRuntime.Start? {
         guard !FCMSendRequest.mightBe(bytes) else { return nil }
         var runtime = self.runtime
         if let budget { runtime.configuration.budget = budget }
-        return try runtime.processAtOnce(bytes, identifier: identifier, logger: logger) { services.makeExtension(scope: scope) }
+        return try runtime.start(bytes, identifier: identifier, logger: logger) { services.makeExtension(scope: scope) }
     }
 
     /// `first`, or better: when some of its movies or sounds were still being converted at its

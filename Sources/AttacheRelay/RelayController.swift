@@ -175,6 +175,8 @@ struct RelayController: Sendable {
     struct Pending: Sendable {
         var gated: Bool
         var decision: AdmissionGate.Decision?
+        /// The payload's extension, started on the event loop and waiting for its media.
+        var waiting: ExtensionRuntime.Waiting?
     }
 
     /// The answer to a whole request the route sends: enriched (or not), forwarded, and the
@@ -212,7 +214,9 @@ struct RelayController: Sendable {
         let budget = (admission?.policy ?? gate.policy(for: tenant)).budget(header: request.field(RelayAnswer.deadline))
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
-        let (body, outcome) = gated ? await enriched(request.body, deadline: request.arrival + budget, admission: admission, passReason: passReason)
+        let (body, outcome) = gated
+            ? await enriched(request.body, deadline: request.arrival + budget, admission: admission, passReason: passReason,
+                             waiting: pending.waiting)
             : passedThrough(request.body)
         admission?.leave()
         let authorization: String?
@@ -258,7 +262,8 @@ struct RelayController: Sendable {
     }
 
     /// An APNs request to enrich, admitted here: answered from the event loop when its payload
-    /// needs no waiting (its media cached), else left to a task with its admission. A tenant past
+    /// needs no waiting (its media cached), else left to a task with its admission and its
+    /// extension, which has read the payload and looked for its media in the cache. A tenant past
     /// its limits, or a request of no tenant, is still sent, by the task: unenriched, with the
     /// reason in Attache-Outcome (a relay that held notifications back would lose them). Only a
     /// request to enrich enters its tenant's limits: they bound media work, which a passthrough
@@ -268,14 +273,19 @@ struct RelayController: Sendable {
         guard case .admitted(let admission) = decision else { return .task(Pending(gated: true, decision: decision)) }
         let budget = admission.policy.budget(header: request.field(RelayAnswer.deadline))
         let remaining = ContinuousClock.now.duration(to: request.arrival + budget)
-        let emission: Emission?
+        let started: ExtensionRuntime.Start?
         do {
-            emission = remaining > .zero ? try enrichment.enrichAtOnce(Array(buffer: request.body), identifier: "relay", budget: remaining,
-                                                                        logger: logger, scope: admission.scope) : nil
+            started = remaining > .zero ? try enrichment.start(Array(buffer: request.body), identifier: "relay", budget: remaining,
+                                                               logger: logger, scope: admission.scope) : nil
         } catch {
-            emission = nil  // not a payload: the task answers it as it answers any
+            started = nil  // not a payload: the task answers it as it answers any
         }
-        guard let emission else { return .task(Pending(gated: true, decision: decision)) }
+        let emission: Emission
+        switch started {
+        case .done(let done): emission = done
+        case .waiting(let waiting): return .task(Pending(gated: true, decision: decision, waiting: waiting))
+        case nil: return .task(Pending(gated: true, decision: decision))
+        }
         gate.finish(emission, admission: admission)
         return .answered(forwardAtOnce(request, provider: .apns, body: ByteBuffer(bytes: emission.bytes), outcome: emission.outcomeHeader,
                                        budget: budget, on: loop))
@@ -352,8 +362,10 @@ struct RelayController: Sendable {
     /// The body to forward and the outcome to tell the client, for a body the gate let in;
     /// anything the pipeline cannot enrich goes as it came. `passReason`: not enriched (no
     /// tenant, or one past its limits): the body goes as it came.
-    func enriched(_ received: ByteBuffer, deadline: ContinuousClock.Instant, admission: Admission? = nil, passReason: Reason? = nil) async
-        -> (body: ByteBuffer, outcome: String) {
+    /// `waiting`: the payload's extension, started on the event loop, whose result is taken in
+    /// place of enriching the payload again.
+    func enriched(_ received: ByteBuffer, deadline: ContinuousClock.Instant, admission: Admission? = nil, passReason: Reason? = nil,
+                  waiting: ExtensionRuntime.Waiting? = nil) async -> (body: ByteBuffer, outcome: String) {
         // What is left of the budget once the request got here; none left, it goes as it came.
         let budget = ContinuousClock.now.duration(to: deadline)
         if let passReason = passReason ?? (budget > .zero ? nil : .timeout) {
@@ -361,8 +373,10 @@ struct RelayController: Sendable {
             return (received, Emission.outcomeHeader(.fallback, passReason))
         }
         do {
-            let emission = try await enrichment.enrich(Array(buffer: received), identifier: "relay", budget: budget, logger: logger,
-                                                       scope: admission?.scope ?? .unscoped)
+            let emission = if let waiting { await waiting.emission() } else {
+                try await enrichment.enrich(Array(buffer: received), identifier: "relay", budget: budget, logger: logger,
+                                            scope: admission?.scope ?? .unscoped)
+            }
             gate.finish(emission, admission: admission)
             return (ByteBuffer(bytes: emission.bytes), emission.outcomeHeader)
         } catch {

@@ -166,20 +166,26 @@ import Testing
         func serviceExtensionTimeWillExpire() -> ExtensionResult? { nil }
     }
 
-    /// An extension with its result at hand is not raced or waited for: `process` and
-    /// `processAtOnce` both take it; one without (the default) is `process`'s alone.
+    /// An extension with its result at hand is not raced or waited for: `process` and `start`
+    /// both take it; one without (the default) is waited for, on the instance `start` made.
     @Test func aResultAtOnceIsTakenWithoutWaiting() async throws {
         let runtime = ExtensionRuntime(configuration: .init(budget: .seconds(3)))
         let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
         let start = ContinuousClock.now
         let processed = try await runtime.process(input) { ReadyExtension() }
         #expect(start.duration(to: .now) < .seconds(3), "the extension's didReceive was waited for")
-        let atOnce = try #require(try runtime.processAtOnce(input) { ReadyExtension() })
+        guard case .done(let atOnce) = try runtime.start(input, makeExtension: { ReadyExtension() }) else {
+            Issue.record("an extension with its result at hand was left to wait")
+            return
+        }
         for emission in [processed, atOnce] {
             #expect(emission.outcome == .enriched)
             #expect(try json(emission.bytes)["aps"]?.objectValue?["alert"]?.objectValue?["title"] == .string("at once"))
         }
-        #expect(try runtime.processAtOnce(input) { BusyExtension() } == nil)
+        guard case .waiting = try runtime.start(input, makeExtension: { BusyExtension() }) else {
+            Issue.record("an extension with no result at hand was not left to wait")
+            return
+        }
     }
 
     final class SilentExtension: NotificationServiceExtension {
