@@ -15,13 +15,7 @@ runs=$(setting RUNS 20 5)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-for p in gnome-backgrounds ukui-wallpapers libvips-tools hyperfine ffmpeg time libheif-examples libavif-bin webp; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing="${missing:-} $p"
-done
-if [ -n "${missing:-}" ]; then
-  sudo_=$([ "$(id -u)" = 0 ] || echo sudo)
-  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
-fi
+need_packages gnome-backgrounds ukui-wallpapers libvips-tools hyperfine ffmpeg time libheif-examples libavif-bin webp
 
 jpeg=/usr/share/backgrounds/2004default.jpg          # 3840x2400 baseline JPEG, 1.9 MB
 png=/usr/share/backgrounds/focal-ubuntukylin.png     # 3840x2400 RGBA PNG, 4.7 MB
