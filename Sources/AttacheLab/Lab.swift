@@ -27,7 +27,7 @@ public struct LabConfiguration: Sendable {
     /// Deadlines × faults in one sweep.
     public var maxSweepCells = 64
     /// The longest deadline a run may ask for.
-    public var maxBudget: Duration = .seconds(30)
+    public var maxBudget = DeadlinePolicy.standardMaximum
 
     public init() {}
 
