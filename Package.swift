@@ -37,11 +37,10 @@ let package = Package(
         // tenants file is read through its ReloadingFileProvider. Not the default JSON trait: its
         // JSONSnapshot imports Foundation, which `attache` does not load.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["Reloading"]),
-        // Traces: the API the doors and the enrichment make spans with (Hummingbird's too), and
-        // swift-otel, which exports them over OTLP/HTTP when the OTEL_* variables ask for it
-        // (attache-serve only; no gRPC: its trait would build grpc-swift for nothing).
+        // Traces: the API the doors and the enrichment make spans with (Hummingbird's too);
+        // AttacheTracing records them and exports them over OTLP/HTTP when the OTEL_* variables
+        // ask for it.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // The tenants file's YAML, with the line of every node (errors name it).
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         // FilePath, which swift-configuration's file providers take.
@@ -150,6 +149,23 @@ let package = Package(
                 "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheTenants",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // The process's tracer when the OTEL_* variables ask for traces: spans recorded in a
+        // buffer and sent as OTLP/HTTP protobuf (or to the console), W3C Trace Context between
+        // processes. An SDK's tracer made a task hop and a generated message per span, which
+        // cost more than the payload the span was about.
+        .target(
+            name: "AttacheTracing",
+            dependencies: [
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -323,13 +339,17 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 // NIO's thread pool: blocking calls (malloc_trim) off the event loops.
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "OTel", package: "swift-otel"),
+                "AttacheTracing",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
 
         .testTarget(name: "AttachePayloadTests", dependencies: ["AttachePayload", "AttacheTesting"]),
+        .testTarget(
+            name: "AttacheTracingTests",
+            dependencies: ["AttacheTracing", .product(name: "Tracing", package: "swift-distributed-tracing")]
+        ),
         .testTarget(
             name: "AttacheQueueWorkerTests",
             dependencies: ["AttacheHTTPKit", "AttacheQueueWorker", "Attache", "AttacheEnrichment", "AttacheHTTPService", "AttacheRelay", "AttacheOperations", "AttacheOrigin", "AttacheTesting", "AttacheSupport", "AttacheTenants", "AttachePayload",

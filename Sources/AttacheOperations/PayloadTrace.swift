@@ -22,10 +22,14 @@ public struct PayloadTrace: Sendable {
     public static var isOn: Bool { bootstrapped.load(ordering: .relaxed) }
 
     private static let bootstrapped = Atomic(false)
+    /// The tracer `bootstrap` was given: the instrumentation system finds its tracer under a lock
+    /// and by a cast through its instruments, for every span.
+    private static let tracer = Mutex<(any Tracer)?>(nil)
 
     /// Makes `tracer` the process's, once, before any payload is taken.
     public static func bootstrap(_ tracer: some Tracer) {
         InstrumentationSystem.bootstrap(tracer)
+        Self.tracer.withLock { $0 = tracer }
         bootstrapped.store(true, ordering: .relaxed)
     }
 
@@ -62,7 +66,7 @@ public struct PayloadTrace: Sendable {
     /// The span tree of `report`, ending now. `door`: service, relay or worker; `tenant`: whose
     /// payload it was, with a tenants file; `attributes`: the door's own, on the payload's span.
     public func end(_ report: EnrichReport, door: String, tenant: String?, attributes: [String: String] = [:]) {
-        let tracer = InstrumentationSystem.tracer
+        let tracer = Self.tracer.withLock { $0 } ?? InstrumentationSystem.tracer
         let end = DefaultTracerClock.now.nanosecondsSinceEpoch
         // The report's offsets count from when the payload reached the runtime: elapsed before now.
         let start = end - min(end, nanoseconds(report.elapsedMs))
