@@ -122,13 +122,28 @@ public struct PayloadTrace: Sendable {
         a.put("attache.media.bytes", attachment.bytes)
         a.put("http.response.status_code", attachment.httpStatus)
         a.put("network.peer.address", attachment.connectedIP)
-        if let url = URLSummary(attachment.source) {
+        if let url = Self.summary(of: attachment.source) {
             a.put("url.full", url.withoutQuery)
             a.put("url.scheme", url.scheme)
             a.put("server.address", url.host)
             a.put("server.port", url.port)
         }
         return a
+    }
+
+    /// The URLs of recent attachments, read by libcurl's parser once each: a campaign names the
+    /// same media in every payload, and parsing it again took more than the rest of its span.
+    /// Emptied when full.
+    private static let summaries = Mutex<[String: URLSummary?]>([:])
+
+    private static func summary(of url: String) -> URLSummary? {
+        if let known = summaries.withLock({ $0[url] }) { return known }
+        let summary = URLSummary(url)
+        summaries.withLock { known in
+            if known.count >= 1024 { known.removeAll(keepingCapacity: true) }
+            known[url] = summary
+        }
+        return summary
     }
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
