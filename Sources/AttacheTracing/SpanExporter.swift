@@ -150,8 +150,9 @@ struct OTLPHTTPClient: Sendable {
         }() : nil
         let (host, secure, path) = (url.host, url.secure, url.path)
         let status = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Int.self)
+        let limit = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
+            .connectTimeout(limit)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
@@ -166,7 +167,7 @@ struct OTLPHTTPClient: Sendable {
             .connect(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port: url.port).get()
         defer { channel.close(promise: nil) }
         // Closed at the timeout, the connection ends the wait (the reader fails it).
-        let closing = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)) {
+        let closing = channel.eventLoop.scheduleTask(in: limit) {
             channel.close(promise: nil)
         }
         defer { closing.cancel() }
