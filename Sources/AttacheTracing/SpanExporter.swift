@@ -63,7 +63,10 @@ public struct SpanExporter: Service {
     let logger: Logger
 
     public func run() async throws {
-        let client = destination.url.map { OTLPHTTPClient(url: $0, headers: destination.headers, caFile: destination.caFile, timeout: timeout) }
+        // Made once; a TLS context that cannot be made fails each batch, as a collector not reached.
+        let client = destination.url.map { url in
+            Result { try OTLPHTTPClient(url: url, headers: destination.headers, caFile: destination.caFile, timeout: timeout) }
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [buffer, scheduleDelay] in
                 while !Task.isCancelled {
@@ -81,7 +84,7 @@ public struct SpanExporter: Service {
         await exportAll(client)
     }
 
-    private func exportAll(_ client: OTLPHTTPClient?) async {
+    private func exportAll(_ client: Result<OTLPHTTPClient, any Error>?) async {
         while true {
             let (spans, dropped) = buffer.take()
             if dropped > 0 {
@@ -94,7 +97,7 @@ public struct SpanExporter: Service {
             }
             let body = OTLPEncoding.request(spans, resource: resource, scope: (name: "attache", version: TracingConfiguration.version))
             do {
-                let status = try await client.post(body)
+                let status = try await client.get().post(body)
                 if !(200..<300).contains(status) {
                     logger.warning("the trace collector refused a batch", metadata: ["attache.status": "\(status)", "attache.spans": "\(spans.count)"])
                 }
@@ -139,15 +142,25 @@ struct OTLPHTTPClient: Sendable {
 
     let url: TracingConfiguration.Endpoint
     let headers: [(String, String)]
-    let caFile: String?
+    /// Made once (the CA file read once), for an `https` endpoint.
+    let tls: NIOSSLContext?
     let timeout: Duration
 
-    func post(_ body: [UInt8]) async throws -> Int {
-        let tls: NIOSSLContext? = try url.secure ? {
+    init(url: TracingConfiguration.Endpoint, headers: [(String, String)], caFile: String?, timeout: Duration) throws {
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        if url.secure {
             var configuration = TLSConfiguration.makeClientConfiguration()
             if let caFile { configuration.trustRoots = .file(caFile) }
-            return try NIOSSLContext(configuration: configuration)
-        }() : nil
+            tls = try NIOSSLContext(configuration: configuration)
+        } else {
+            tls = nil
+        }
+    }
+
+    func post(_ body: [UInt8]) async throws -> Int {
+        let tls = self.tls
         let (host, secure, path) = (url.host, url.secure, url.path)
         let status = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Int.self)
         let limit = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
