@@ -146,7 +146,7 @@ let package = Package(
         .target(
             name: "AttacheOperations",
             dependencies: [
-                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheTenants",
+                "Attache", "AttacheEnrichment", "AttacheFetch", "AttacheTenants", "AttacheTracing",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

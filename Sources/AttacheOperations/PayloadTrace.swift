@@ -1,5 +1,6 @@
 import Attache
 import AttacheFetch
+import AttacheTracing
 import Synchronization
 import Tracing
 
@@ -14,38 +15,35 @@ import Tracing
 /// The parent is the context the door was given the payload in: the HTTP request's (Hummingbird's
 /// span, from its `traceparent`), the relay's stream's, the JetStream message's headers.
 public struct PayloadTrace: Sendable {
-    let parent: ServiceContext
+    let tracer: AttacheTracer
+    /// Where the payload's span goes: the context's span, nil for a new trace.
+    let parent: TraceContext?
 
     /// Whether a tracer is bootstrapped (the process's `OTEL_*` variables asked for traces).
-    /// Asked twice for every payload: a flag set by `bootstrap`, where asking the instrumentation
-    /// system takes its lock and casts its instrument each time.
-    public static var isOn: Bool { bootstrapped.load(ordering: .relaxed) }
+    public static var isOn: Bool { tracer.load() != nil }
 
-    private static let bootstrapped = Atomic(false)
-    /// The tracer `bootstrap` was given: the instrumentation system finds its tracer under a lock
-    /// and by a cast through its instruments, for every span.
-    private static let tracer = Mutex<(any Tracer)?>(nil)
+    /// The tracer `bootstrap` was given, read without a lock: the instrumentation system finds
+    /// its tracer under a lock and by a cast through its instruments.
+    private static let tracer = AtomicLazyReference<AttacheTracer>()
 
     /// Makes `tracer` the process's, once, before any payload is taken.
-    public static func bootstrap(_ tracer: some Tracer) {
+    public static func bootstrap(_ tracer: AttacheTracer) {
         InstrumentationSystem.bootstrap(tracer)
-        Self.tracer.withLock { $0 = tracer }
-        bootstrapped.store(true, ordering: .relaxed)
+        _ = Self.tracer.storeIfNil(tracer)
     }
 
     /// Nil when no tracer is bootstrapped.
     public static func begin(in context: ServiceContext? = ServiceContext.current) -> PayloadTrace? {
-        guard isOn else { return nil }
-        return PayloadTrace(parent: context ?? .topLevel)
+        guard let tracer = tracer.load() else { return nil }
+        return PayloadTrace(tracer: tracer, parent: context?.traceContext)
     }
 
-    /// The context a request or message came with (`traceparent`, `tracestate` and whatever else
-    /// the bootstrapped propagators read), through `field`, which gives a header's value by its
+    /// The context a request or message came with (`traceparent`, `tracestate`), through `field`, which gives a header's value by its
     /// lower-case name; nil with traces off.
     public static func context(from field: @escaping @Sendable (String) -> String?) -> ServiceContext? {
-        guard isOn else { return nil }
+        guard let tracer = tracer.load() else { return nil }
         var context = ServiceContext.topLevel
-        InstrumentationSystem.instrument.extract(field, into: &context, using: FieldExtractor())
+        tracer.extract(field, into: &context, using: FieldExtractor())
         return context
     }
 
@@ -65,16 +63,13 @@ public struct PayloadTrace: Sendable {
 
     /// The span tree of `report`, ending now. `door`: service, relay or worker; `tenant`: whose
     /// payload it was, with a tenants file; `attributes`: the door's own, on the payload's span.
+    /// The times are known, so each span is recorded whole (`AttacheTracer.record`).
     public func end(_ report: EnrichReport, door: String, tenant: String?, attributes: [String: String] = [:]) {
-        let tracer = Self.tracer.withLock { $0 } ?? InstrumentationSystem.tracer
         let end = DefaultTracerClock.now.nanosecondsSinceEpoch
         // The report's offsets count from when the payload reached the runtime: elapsed before now.
         let start = end - min(end, nanoseconds(report.elapsedMs))
-        func at(_ ms: Double) -> DefaultTracerClock.Instant {
-            DefaultTracerClock.Instant(nanosecondsSinceEpoch: start + nanoseconds(ms))
-        }
-        let payload = tracer.startSpan("attache.enrich", context: parent, ofKind: .internal, at: at(0))
-        var own = Attributes(capacity: 7 + attributes.count)
+        func at(_ ms: Double) -> UInt64 { start + nanoseconds(ms) }
+        var own = Fields(capacity: 7 + attributes.count)
         own.put("attache.door", door)
         own.put("attache.outcome", report.outcome.rawValue)
         own.put("attache.reason", report.reason?.description)
@@ -83,35 +78,29 @@ public struct PayloadTrace: Sendable {
         own.put("attache.attachments", report.attachments.count)
         own.put("attache.tenant", tenant)
         for (key, value) in attributes { own.put(key, value) }
-        payload.updateAttributes { own.add(to: &$0) }
         // A payload that asked for media and went out without it is what an on-call engineer
         // looks for; a passthrough is no failure.
-        if report.outcome == .fallback {
-            payload.setStatus(SpanStatus(code: .error, message: report.reason?.description))
-        }
+        let failed = report.outcome == .fallback ? SpanStatus(code: .error, message: report.reason?.description) : nil
+        let payload = tracer.record("attache.enrich", kind: .internal, parent: parent, start: start, end: end,
+                                    attributes: own.list, status: failed)
         for attachment in report.attachments {
             let stages = attachment.timings.spans
             let first = stages.map(\.start).min() ?? 0
             let last = stages.map { $0.start + $0.length }.max() ?? first
-            let span = tracer.startSpan("attache.attachment", context: payload.context, ofKind: .client, at: at(first))
-            let described = describe(attachment)
-            span.updateAttributes { described.add(to: &$0) }
-            if attachment.outcome == .failed {
-                span.setStatus(SpanStatus(code: .error, message: attachment.message ?? attachment.reason?.description))
-            }
+            let status = attachment.outcome == .failed
+                ? SpanStatus(code: .error, message: attachment.message ?? attachment.reason?.description) : nil
+            let span = tracer.record("attache.attachment", kind: .client, parent: payload, start: at(first), end: at(last),
+                                     attributes: describe(attachment), status: status)
             for stage in stages {
-                let child = tracer.startSpan(stage.stage, context: span.context, ofKind: .internal, at: at(stage.start))
-                child.end(at: at(stage.start + stage.length))
+                tracer.record(stage.stage, kind: .internal, parent: span, start: at(stage.start), end: at(stage.start + stage.length))
             }
-            span.end(at: at(last))
         }
-        payload.end(at: DefaultTracerClock.Instant(nanosecondsSinceEpoch: end))
     }
 
     /// OpenTelemetry's names where one exists (url.*, server.*, network.peer.address,
     /// http.response.status_code); Attache's own under `attache.`.
-    private func describe(_ attachment: AttachmentReport) -> Attributes {
-        var a = Attributes(capacity: 14)
+    private func describe(_ attachment: AttachmentReport) -> [SpanField] {
+        var a = Fields(capacity: 14)
         a.put("attache.attachment.id", attachment.id)
         a.put("attache.attachment.outcome", attachment.outcome.description)
         a.put("attache.reason", attachment.reason?.description)
@@ -128,7 +117,7 @@ public struct PayloadTrace: Sendable {
             a.put("server.address", url.host)
             a.put("server.port", url.port)
         }
-        return a
+        return a.list
     }
 
     /// The URLs of recent attachments, read by libcurl's parser once each: a campaign names the
@@ -151,32 +140,20 @@ public struct PayloadTrace: Sendable {
     }
 }
 
-/// A span's attributes gathered before they are handed over at once, in a dictionary made with
-/// room for them: `SpanAttributes`' subscript takes any `SpanAttributeConvertible` (a box and a
-/// dynamic conversion per value) and grows its dictionary key by key, which made a payload's two
-/// spans cost more to describe than to start. An absent value is left out, as the subscript does.
-private struct Attributes {
-    var values: [String: SpanAttribute]
+/// A span's attributes, an absent value left out.
+private struct Fields {
+    var list: [SpanField] = []
 
     init(capacity: Int) {
-        values = Dictionary(minimumCapacity: capacity)
+        list.reserveCapacity(capacity)
     }
 
     mutating func put(_ key: String, _ value: String?) {
-        if let value { values[key] = .string(value) }
+        if let value { list.append(SpanField(key, .string(value))) }
     }
 
     mutating func put(_ key: String, _ value: Int?) {
-        if let value { values[key] = .int64(Int64(value)) }
-    }
-
-    /// Onto a span's own: handed over whole when it has none yet (the span was just started).
-    func add(to attributes: inout SpanAttributes) {
-        if attributes.isEmpty {
-            attributes = SpanAttributes(values)
-        } else {
-            attributes.merge(SpanAttributes(values))
-        }
+        if let value { list.append(SpanField(key, .int(Int64(value)))) }
     }
 }
 

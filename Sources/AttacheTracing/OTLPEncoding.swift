@@ -1,3 +1,4 @@
+import NIOCore
 import Tracing
 
 /// Spans as an OTLP `ExportTraceServiceRequest` (opentelemetry-proto's
@@ -5,21 +6,22 @@ import Tracing
 /// format: one resource, one instrumentation scope, the spans. A generic message library walks a
 /// generated tree per span; this writes the bytes the tree would.
 enum OTLPEncoding {
-    static func request(_ spans: [SpanRecord], resource: [(String, String)], scope: (name: String, version: String)) -> [UInt8] {
+    static func request(_ spans: [SpanRecord], resource: [(String, String)], scope: (name: String, version: String)) -> ByteBuffer {
         var request = ProtobufWriter(capacity: 512 * spans.count + 256)
         request.message(1) { resourceSpans in
             resourceSpans.message(1) { r in
-                for (key, value) in resource { r.message(1) { keyValue(key, .string(value), into: &$0) } }
+                for (key, value) in resource { r.keyValue(1, SpanField(key, .string(value))) }
             }
             resourceSpans.message(2) { scopeSpans in
                 scopeSpans.message(1) { s in
                     s.string(1, scope.name)
                     s.string(2, scope.version)
                 }
-                for span in spans { scopeSpans.message(2) { write(span, into: &$0) } }
+                // By index, in place: a for-in loop copies each record, and each attribute below, out and back.
+                for i in spans.indices { scopeSpans.message(2) { write(spans[i], into: &$0) } }
             }
         }
-        return request.bytes
+        return request.buffer
     }
 
     private static func write(_ span: SpanRecord, into s: inout ProtobufWriter) {
@@ -31,21 +33,20 @@ enum OTLPEncoding {
         s.varint(6, kind(span.kind))
         s.fixed64(7, span.start)
         s.fixed64(8, span.end)
-        span.attributes.forEach { key, value in s.message(9) { keyValue(key, value, into: &$0) } }
+        span.attributes.withUnsafeBufferPointer { fields in for i in fields.indices { s.keyValue(9, fields.baseAddress! + i) } }
         for event in span.events {
             s.message(11) { e in
-                e.fixed64(1, event.nanosecondsSinceEpoch)
+                e.fixed64(1, event.time)
                 e.string(2, event.name)
-                event.attributes.forEach { key, value in e.message(3) { keyValue(key, value, into: &$0) } }
+                for field in event.attributes { e.keyValue(3, field) }
             }
         }
         for link in span.links {
-            guard let linked = link.context.traceContext else { continue }
             s.message(13) { l in
-                l.identifier(1, linked.traceHigh, linked.traceLow)
-                l.identifier(2, linked.spanID)
-                if let state = linked.traceState { l.string(3, state) }
-                link.attributes.forEach { key, value in l.message(4) { keyValue(key, value, into: &$0) } }
+                l.identifier(1, link.trace.traceHigh, link.trace.traceLow)
+                l.identifier(2, link.trace.spanID)
+                if let state = link.trace.traceState { l.string(3, state) }
+                for field in link.attributes { l.keyValue(4, field) }
             }
         }
         if let status = span.status {
@@ -67,100 +68,196 @@ enum OTLPEncoding {
         case .consumer: 5
         }
     }
+}
 
-    private static func keyValue(_ key: String, _ value: SpanAttribute, into kv: inout ProtobufWriter) {
-        kv.string(1, key)
-        kv.message(2) { anyValue(value, into: &$0) }
+extension ProtobufWriter {
+    /// An OTLP `KeyValue` as field `field`. A string, integer, boolean or double value has a
+    /// length known before it is written, so the attribute is written at once, no room kept for
+    /// a length; an array is written as nested messages.
+    mutating func keyValue(_ field: Int, _ attribute: SpanField) {
+        withUnsafePointer(to: attribute) { keyValue(field, $0) }
     }
 
-    /// An `AnyValue`; arrays as an `ArrayValue` of them.
-    private static func anyValue(_ value: SpanAttribute, into v: inout ProtobufWriter) {
-        func array<T>(_ items: [T], _ each: (T, inout ProtobufWriter) -> Void) {
-            v.message(5) { a in for item in items { a.message(1) { each(item, &$0) } } }
+    /// `keyValue`, reading the attribute where it is: one passed by value is copied out of its
+    /// array first (a writer's method could change the array, as far as the compiler knows).
+    mutating func keyValue(_ field: Int, _ attribute: UnsafePointer<SpanField>) {
+        let attribute = attribute.pointee
+        // One switch: each one the value is matched on copies it out.
+        switch attribute.value {
+        case .string(let s):
+            let length = s.utf8.count
+            pair(field, attribute.key, value: 1 + Self.size(UInt64(length)) + length) { p in
+                let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(length), at: p + 1)
+                return n + Self.copy(s, to: p + n)
+            }
+        case .int(let i):
+            let bits = UInt64(bitPattern: i)
+            pair(field, attribute.key, value: 1 + Self.size(bits)) { Self.put(3 << 3, at: $0) + Self.put(bits, at: $0 + 1) }
+        case .bool(let b):
+            pair(field, attribute.key, value: 2) { Self.put(2 << 3, at: $0) + Self.put(b ? 1 : 0, at: $0 + 1) }
+        case .double(let d):
+            pair(field, attribute.key, value: 9) { p in
+                UnsafeMutableRawPointer(p + Self.put(4 << 3 | 1, at: p)).storeBytes(of: d.bitPattern.littleEndian, as: UInt64.self)
+                return 9
+            }
+        case .array:
+            message(field) { kv in
+                kv.string(1, attribute.key)
+                kv.message(2) { $0.anyValue(attribute.value) }
+            }
         }
+    }
+
+    /// A KeyValue whose AnyValue takes `value` bytes, which `write` writes at the pointer it is
+    /// given (the field's key first) and counts.
+    @inline(__always)
+    private mutating func pair(_ field: Int, _ key: String, value: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        let keyLength = key.utf8.count
+        let pair = 1 + Self.size(UInt64(keyLength)) + keyLength + 1 + Self.size(UInt64(value)) + value
+        let p = room(10 + Self.size(UInt64(pair)) + pair)
+        var n = Self.put(UInt64(field) << 3 | 2, at: p)
+        n += Self.put(UInt64(pair), at: p + n)
+        n += Self.put(1 << 3 | 2, at: p + n)
+        n += Self.put(UInt64(keyLength), at: p + n)
+        n += Self.copy(key, to: p + n)
+        n += Self.put(2 << 3 | 2, at: p + n)
+        n += Self.put(UInt64(value), at: p + n)
+        count += n + write(p + n)
+    }
+
+    /// An `AnyValue`'s fields; an array as an `ArrayValue` of them.
+    private mutating func anyValue(_ value: SpanField.Value) {
         switch value {
-        case .string(let s): v.string(1, s)
-        case .bool(let b): v.varint(2, b ? 1 : 0)
-        case .int32(let i): v.varint(3, UInt64(bitPattern: Int64(i)))
-        case .int64(let i): v.varint(3, UInt64(bitPattern: i))
-        case .double(let d): v.fixed64(4, d.bitPattern)
-        case .stringArray(let items): array(items) { $1.string(1, $0) }
-        case .boolArray(let items): array(items) { $1.varint(2, $0 ? 1 : 0) }
-        case .int32Array(let items): array(items) { $1.varint(3, UInt64(bitPattern: Int64($0))) }
-        case .int64Array(let items): array(items) { $1.varint(3, UInt64(bitPattern: $0)) }
-        case .doubleArray(let items): array(items) { $1.fixed64(4, $0.bitPattern) }
-        case .stringConvertibleArray(let items): array(items) { $1.string(1, $0.description) }
-        case .stringConvertible(let item): v.string(1, item.description)
-        default: v.string(1, "\(value)")
+        case .string(let s): string(1, s)
+        case .bool(let b): varint(2, b ? 1 : 0)
+        case .int(let i): varint(3, UInt64(bitPattern: i))
+        case .double(let d): fixed64(4, d.bitPattern)
+        case .array(let items): message(5) { a in for item in items { a.message(1) { $0.anyValue(item) } } }
         }
     }
 }
 
-/// Protocol buffers' wire format, forward only, in one buffer: a nested message is written in
-/// place and its length put in front of it once it is known.
-struct ProtobufWriter {
-    private(set) var bytes: [UInt8] = []
+/// Protocol buffers' wire format, forward only, in one buffer of its own: a nested message is
+/// written in place after one byte kept for its length, which is set once the message is written
+/// (a longer length moves the message up to make room: a span, or the request's outer messages).
+/// Each field is written through a pointer into room made for it at once: a `ByteBuffer` or an
+/// array checks its storage for every byte, which cost more than the spans' own work.
+struct ProtobufWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    fileprivate var count = 0
 
-    init(capacity: Int = 0) {
-        bytes.reserveCapacity(capacity)
+    init(capacity: Int = 256) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
     }
 
+    deinit { base.deallocate() }
+
+    var buffer: ByteBuffer { ByteBuffer(bytes: UnsafeBufferPointer(start: base, count: count)) }
+    var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
     mutating func varint(_ field: Int, _ value: UInt64) {
-        key(field, 0)
-        raw(value)
+        let p = room(20)
+        let n = Self.put(key(field, 0), at: p)
+        count += n + Self.put(value, at: p + n)
     }
 
     mutating func fixed64(_ field: Int, _ value: UInt64) {
-        key(field, 1)
-        for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+        let p = room(18)
+        let n = Self.put(key(field, 1), at: p)
+        UnsafeMutableRawPointer(p + n).storeBytes(of: value.littleEndian, as: UInt64.self)
+        count += n + 8
     }
 
     mutating func fixed32(_ field: Int, _ value: UInt32) {
-        key(field, 5)
-        for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt32(i)))) }
+        let p = room(14)
+        let n = Self.put(key(field, 5), at: p)
+        UnsafeMutableRawPointer(p + n).storeBytes(of: value.littleEndian, as: UInt32.self)
+        count += n + 4
     }
 
     /// A trace id (`high`, `low`) or a span id (`high` alone) as bytes, most significant first.
     mutating func identifier(_ field: Int, _ high: UInt64, _ low: UInt64? = nil) {
-        key(field, 2)
-        raw(low == nil ? 8 : 16)
-        bigEndian(high)
-        if let low { bigEndian(low) }
-    }
-
-    private mutating func bigEndian(_ word: UInt64) {
-        for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(i)))) }
+        let p = room(12 + 16)
+        var n = Self.put(key(field, 2), at: p)
+        n += Self.put(low == nil ? 8 : 16, at: p + n)
+        UnsafeMutableRawPointer(p + n).storeBytes(of: high.bigEndian, as: UInt64.self)
+        n += 8
+        if let low {
+            UnsafeMutableRawPointer(p + n).storeBytes(of: low.bigEndian, as: UInt64.self)
+            n += 8
+        }
+        count += n
     }
 
     mutating func string(_ field: Int, _ value: String) {
-        key(field, 2)
-        raw(UInt64(value.utf8.count))
-        bytes.append(contentsOf: value.utf8)
+        let utf8 = value.utf8
+        let length = utf8.count
+        let p = room(20 + length)
+        var n = Self.put(key(field, 2), at: p)
+        n += Self.put(UInt64(length), at: p + n)
+        count += n + Self.copy(value, to: p + n)
     }
 
+    @inline(__always)
     mutating func message(_ field: Int, _ body: (inout ProtobufWriter) -> Void) {
-        key(field, 2)
-        let start = bytes.count
+        let p = room(11)
+        count += Self.put(key(field, 2), at: p)
+        let slot = count
+        count += 1
         body(&self)
-        var length = UInt64(bytes.count - start)
-        guard length >= 0x80 else { return bytes.insert(UInt8(length), at: start) }
-        var prefix: [UInt8] = []
-        while length >= 0x80 {
-            prefix.append(UInt8(truncatingIfNeeded: length) | 0x80)
-            length >>= 7
+        let length = count - slot - 1
+        guard length >= 0x80 else {
+            base[slot] = UInt8(length)
+            return
         }
-        prefix.append(UInt8(length))
-        bytes.insert(contentsOf: prefix, at: start)
+        var prefix: (UInt64, UInt64) = (0, 0)
+        let width = withUnsafeMutableBytes(of: &prefix) { Self.put(UInt64(length), at: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        _ = room(width - 1)
+        UnsafeMutableRawPointer(base + slot + width).copyMemory(from: base + slot + 1, byteCount: length)
+        withUnsafeBytes(of: prefix) { UnsafeMutableRawPointer(base + slot).copyMemory(from: $0.baseAddress!, byteCount: width) }
+        count += width - 1
     }
 
-    private mutating func key(_ field: Int, _ wireType: UInt64) { raw(UInt64(field) << 3 | wireType) }
+    private func key(_ field: Int, _ wireType: UInt64) -> UInt64 { UInt64(field) << 3 | wireType }
 
-    private mutating func raw(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
+    /// Where the next `bytes` bytes go, the buffer grown (doubled) if they do not fit.
+    fileprivate mutating func room(_ bytes: Int) -> UnsafeMutablePointer<UInt8> {
+        if count + bytes > capacity {
+            capacity = max(2 * capacity, count + bytes)
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+            grown.update(from: base, count: count)
+            base.deallocate()
+            base = grown
         }
-        bytes.append(UInt8(value))
+        return base + count
+    }
+
+    /// `value`'s UTF-8 at `p`; how many bytes it took.
+    @inline(__always)
+    fileprivate static func copy(_ value: String, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        // The standard library's own copy of a string's bytes (the one an array made of them
+        // uses): a short string's come from the string itself, with no copy on the stack first.
+        UnsafeMutableBufferPointer(start: p, count: value.utf8.count).initialize(from: value.utf8).1
+    }
+
+    /// How many bytes `value` takes as a varint.
+    fileprivate static func size(_ value: UInt64) -> Int {
+        (64 - value.leadingZeroBitCount + 6) / 7 | (value == 0 ? 1 : 0)
+    }
+
+    /// `value` as a varint at `p`; how many bytes it took (at most 10).
+    @inline(__always)
+    fileprivate static func put(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        var value = value
+        var n = 0
+        while value >= 0x80 {
+            p[n] = UInt8(truncatingIfNeeded: value) | 0x80
+            value >>= 7
+            n += 1
+        }
+        p[n] = UInt8(value)
+        return n + 1
     }
 }

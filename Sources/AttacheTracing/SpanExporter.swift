@@ -114,21 +114,19 @@ private struct ConsoleSpan {
 
     init(_ span: SpanRecord) {
         var attributes: [String] = []
-        span.attributes.forEach { key, value in attributes.append("\(key)=\(Self.plain(value))") }
+        for field in span.attributes { attributes.append("\(field.key)=\(Self.plain(field.value))") }
         let parent = span.parentSpanID.map { " parent=\(TraceContext.hex($0))" } ?? ""
         line = "span \(span.name) trace=\(span.trace.traceID) span=\(span.trace.spanIDText)\(parent) "
             + "duration_ms=\(Double(span.end - span.start) / 1_000_000) \(attributes.sorted().joined(separator: " "))"
     }
 
-    private static func plain(_ value: SpanAttribute) -> String {
+    private static func plain(_ value: SpanField.Value) -> String {
         switch value {
         case .string(let s): s
-        case .int64(let i): String(i)
-        case .int32(let i): String(i)
+        case .int(let i): String(i)
         case .double(let d): String(d)
         case .bool(let b): String(b)
-        case .stringConvertible(let c): c.description
-        default: "\(value)"
+        case .array(let items): "[" + items.map(plain).joined(separator: ",") + "]"
         }
     }
 }
@@ -159,7 +157,7 @@ struct OTLPHTTPClient: Sendable {
         }
     }
 
-    func post(_ body: [UInt8]) async throws -> Int {
+    func post(_ body: ByteBuffer) async throws -> Int {
         let tls = self.tls
         let (host, secure, path) = (url.host, url.secure, url.path)
         let status = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Int.self)
@@ -185,11 +183,11 @@ struct OTLPHTTPClient: Sendable {
         }
         defer { closing.cancel() }
         var fields = HTTPHeaders([("host", secure && url.port == 443 || !secure && url.port == 80 ? host : "\(host):\(url.port)"),
-                                  ("content-type", "application/x-protobuf"), ("content-length", String(body.count)),
+                                  ("content-type", "application/x-protobuf"), ("content-length", String(body.readableBytes)),
                                   ("connection", "close"), ("user-agent", "attache/\(TracingConfiguration.version)")])
         for (name, value) in headers { fields.add(name: name, value: value) }
         channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: path, headers: fields)), promise: nil)
-        channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil)
+        channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         return try await status.futureResult.get()
     }

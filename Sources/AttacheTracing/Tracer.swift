@@ -49,12 +49,32 @@ public final class AttacheTracer: Tracer, Sendable {
     ) -> RecordedSpan {
         var context = context()
         let parent = context.traceContext
-        let (high, low) = parent.map { ($0.traceHigh, $0.traceLow) } ?? (ids.next(), ids.next())
-        let own = TraceContext(traceHigh: high, traceLow: low, spanID: ids.next(),
-                               sampled: sampler.samples(traceLow: low, parent: parent), traceState: parent?.traceState)
+        let own = place(under: parent)
         context.traceContext = own
         return RecordedSpan(operationName, kind: kind, context: context, parent: parent, start: instant().nanosecondsSinceEpoch,
                             buffer: own.sampled ? buffer : nil)
+    }
+
+    /// A span whose start and end are already known (one made from a report once the work is
+    /// done), recorded at once: no span object and no `ServiceContext` are made for it, and its
+    /// attributes are kept as given. Returns its place in the trace, the parent of its children;
+    /// with `parent` nil it starts a trace. Times in nanoseconds since the epoch.
+    @discardableResult
+    public func record(_ name: String, kind: SpanKind, parent: TraceContext?, start: UInt64, end: UInt64,
+                       attributes: [SpanField] = [], status: SpanStatus? = nil) -> TraceContext {
+        let own = place(under: parent)
+        if own.sampled {
+            buffer.append(SpanRecord(name: name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
+                                     start: start, end: max(start, end), attributes: attributes, status: status))
+        }
+        return own
+    }
+
+    /// A new span's ids and sampling decision: in its parent's trace, or a new one.
+    private func place(under parent: TraceContext?) -> TraceContext {
+        let (high, low) = parent.map { ($0.traceHigh, $0.traceLow) } ?? (ids.next(), ids.next())
+        return TraceContext(traceHigh: high, traceLow: low, spanID: ids.next(),
+                            sampled: sampler.samples(traceLow: low, parent: parent), traceState: parent?.traceState)
     }
 
     public func forceFlush() { buffer.wake() }
@@ -74,8 +94,67 @@ public final class AttacheTracer: Tracer, Sendable {
     }
 }
 
+/// An attribute as a span keeps and exports it: a key and OpenTelemetry's `AnyValue`. A list of
+/// these is what `record` takes; swift-distributed-tracing's `SpanAttributes` (a dictionary of
+/// boxed values) is read into one when a `RecordedSpan` ends.
+public struct SpanField: Sendable, Equatable {
+    public enum Value: Sendable, Equatable {
+        case string(String)
+        case int(Int64)
+        case double(Double)
+        case bool(Bool)
+        case array([Value])
+    }
+
+    public var key: String
+    public var value: Value
+
+    public init(_ key: String, _ value: Value) {
+        self.key = key
+        self.value = value
+    }
+
+    /// Each of `attributes`, in the dictionary's order.
+    static func list(_ attributes: SpanAttributes) -> [SpanField] {
+        var fields: [SpanField] = []
+        attributes.forEach { key, value in fields.append(SpanField(key, Value(value))) }
+        return fields
+    }
+}
+
+extension SpanField.Value {
+    init(_ attribute: SpanAttribute) {
+        switch attribute {
+        case .string(let s): self = .string(s)
+        case .bool(let b): self = .bool(b)
+        case .int32(let i): self = .int(Int64(i))
+        case .int64(let i): self = .int(i)
+        case .double(let d): self = .double(d)
+        case .stringArray(let items): self = .array(items.map { .string($0) })
+        case .boolArray(let items): self = .array(items.map { .bool($0) })
+        case .int32Array(let items): self = .array(items.map { .int(Int64($0)) })
+        case .int64Array(let items): self = .array(items.map { .int($0) })
+        case .doubleArray(let items): self = .array(items.map { .double($0) })
+        case .stringConvertibleArray(let items): self = .array(items.map { .string($0.description) })
+        case .stringConvertible(let item): self = .string(item.description)
+        default: self = .string("\(attribute)")
+        }
+    }
+}
+
 /// What an ended span leaves for the exporter.
 struct SpanRecord: Sendable {
+    struct Event: Sendable {
+        var name: String
+        var time: UInt64
+        var attributes: [SpanField]
+    }
+
+    struct Link: Sendable {
+        var trace: TraceContext
+        var attributes: [SpanField]
+    }
+
     var name: String
     var kind: SpanKind
     var trace: TraceContext
@@ -83,49 +162,62 @@ struct SpanRecord: Sendable {
     var parentIsRemote: Bool
     var start: UInt64
     var end: UInt64
-    var attributes: SpanAttributes
-    var events: [SpanEvent]
-    var links: [SpanLink]
+    var attributes: [SpanField]
+    var events: [Event] = []
+    var links: [Link] = []
     var status: SpanStatus?
 }
 
 /// A span of `AttacheTracer`. Not sampled, it keeps nothing and leaves nothing.
 public final class RecordedSpan: Tracing.Span, Sendable {
+    /// A sampled span until it ends: its record, and the attributes set through the `Span` API.
+    private struct Open {
+        var record: SpanRecord
+        var attributes: SpanAttributes = [:]
+    }
+
     public let context: ServiceContext
-    private let record: Mutex<SpanRecord?>
+    private let open: Mutex<Open?>
     private let buffer: SpanBuffer?
 
     init(_ name: String, kind: SpanKind, context: ServiceContext, parent: TraceContext?, start: UInt64, buffer: SpanBuffer?) {
         self.context = context
         self.buffer = buffer
-        record = Mutex(buffer.map { _ in
-            SpanRecord(name: name, kind: kind, trace: context.traceContext!, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
-                       start: start, end: start, attributes: [:], events: [], links: [])
+        open = Mutex(buffer.map { _ in
+            Open(record: SpanRecord(name: name, kind: kind, trace: context.traceContext!, parentSpanID: parent?.spanID,
+                                    parentIsRemote: parent?.isRemote ?? false, start: start, end: start, attributes: []))
         })
     }
 
     public var operationName: String {
-        get { record.withLock { $0?.name ?? "" } }
-        set { record.withLock { $0?.name = newValue } }
+        get { open.withLock { $0?.record.name ?? "" } }
+        set { open.withLock { $0?.record.name = newValue } }
     }
 
     public var attributes: SpanAttributes {
-        get { record.withLock { $0?.attributes ?? [:] } }
-        set { record.withLock { $0?.attributes = newValue } }
+        get { open.withLock { $0?.attributes ?? [:] } }
+        set { open.withLock { $0?.attributes = newValue } }
     }
 
-    public var isRecording: Bool { record.withLock { $0 != nil } }
+    public var isRecording: Bool { open.withLock { $0 != nil } }
 
     public func setStatus(_ status: SpanStatus) {
-        record.withLock { record in
+        open.withLock { open in
             // An OK status is final; an error may be set again, unset never.
-            if record?.status?.code != .ok { record?.status = status }
+            if open?.record.status?.code != .ok { open?.record.status = status }
         }
     }
 
-    public func addEvent(_ event: SpanEvent) { record.withLock { $0?.events.append(event) } }
+    public func addEvent(_ event: SpanEvent) {
+        open.withLock {
+            $0?.record.events.append(SpanRecord.Event(name: event.name, time: event.nanosecondsSinceEpoch, attributes: SpanField.list(event.attributes)))
+        }
+    }
 
-    public func addLink(_ link: SpanLink) { record.withLock { $0?.links.append(link) } }
+    public func addLink(_ link: SpanLink) {
+        guard let trace = link.context.traceContext else { return }
+        open.withLock { $0?.record.links.append(SpanRecord.Link(trace: trace, attributes: SpanField.list(link.attributes))) }
+    }
 
     public func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant) {
         guard isRecording else { return }
@@ -136,12 +228,11 @@ public final class RecordedSpan: Tracing.Span, Sendable {
     }
 
     public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
-        let ended: SpanRecord? = record.withLock { record in
-            guard var ended = record else { return nil }
-            record = nil  // ended: nothing more is recorded
-            ended.end = max(ended.start, instant().nanosecondsSinceEpoch)
-            return ended
-        }
-        if let ended { buffer?.append(ended) }
+        // Ended: nothing more is recorded.
+        guard let ended = open.withLock({ open -> Open? in defer { open = nil }; return open }) else { return }
+        var record = ended.record
+        record.end = max(record.start, instant().nanosecondsSinceEpoch)
+        record.attributes = SpanField.list(ended.attributes)
+        buffer?.append(record)
     }
 }

@@ -54,8 +54,32 @@ import Tracing
         #expect(spans.count == 1)
         #expect(dropped == 0)
         #expect(spans.first?.name == "payload")
-        #expect(spans.first?.attributes["attache.outcome"]?.toSpanAttribute() == .string("enriched"))
-        #expect(spans.first?.attributes["late"] == nil)
+        #expect(spans.first?.attributes == [SpanField("attache.outcome", .string("enriched"))])
+    }
+
+    @Test func aRecordedSpanIsBufferedWholeUnderItsParent() {
+        let buffer = SpanBuffer(capacity: 8, batch: 8)
+        let tracer = AttacheTracer(sampler: .parentBased(root: .alwaysOn), buffer: buffer)
+        let caller = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        let payload = tracer.record("payload", kind: .internal, parent: caller, start: 10, end: 30,
+                                    attributes: [SpanField("attache.outcome", .string("enriched"))],
+                                    status: SpanStatus(code: .error, message: "late"))
+        // An end before the start is the start.
+        let stage = tracer.record("download", kind: .internal, parent: payload, start: 12, end: 11)
+        #expect(payload.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && stage.traceID == payload.traceID)
+        let (spans, _) = buffer.take()
+        #expect(spans.map(\.name) == ["payload", "download"])
+        #expect(spans[0].parentSpanID == 0x00f0_67aa_0ba9_02b7 && spans[0].parentIsRemote)
+        #expect(spans[0].attributes == [SpanField("attache.outcome", .string("enriched"))])
+        #expect(spans[0].status?.message == "late")
+        #expect(spans[1].parentSpanID == payload.spanID && !spans[1].parentIsRemote)
+        #expect(spans[1].start == 12 && spans[1].end == 12)
+        // Under a caller that did not sample the trace, nothing is kept, and children follow it.
+        let unsampled = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+        let skipped = tracer.record("payload", kind: .internal, parent: unsampled, start: 1, end: 2)
+        tracer.record("download", kind: .internal, parent: skipped, start: 1, end: 2)
+        #expect(!skipped.sampled)
+        #expect(buffer.take().spans.isEmpty)
     }
 
     @Test func aFullBufferDropsAndCounts() {
@@ -148,6 +172,41 @@ import Tracing
         long.message(1) { $0.string(1, String(repeating: "a", count: 197)) }
         #expect(Array(long.bytes.prefix(3)) == [0x0A, 0xC8, 0x01])
         #expect(long.bytes.count == 3 + 200)
+        // Nested: each length goes in front of its own message, the inner moved up first.
+        var nested = ProtobufWriter()
+        nested.message(1) { $0.message(2) { $0.string(1, String(repeating: "b", count: 197)) } }
+        #expect(Array(nested.bytes.prefix(6)) == [0x0A, 0xCB, 0x01, 0x12, 0xC8, 0x01])
+        #expect(nested.bytes.count == 3 + 3 + 200)
+        #expect(nested.bytes.suffix(197).allSatisfy { $0 == 0x62 })
+    }
+
+    /// An attribute written at once is what nested messages write: a KeyValue (key 1, AnyValue 2:
+    /// string 1, bool 2, int 3, double 4, array 5 of values 1).
+    @Test(arguments: [
+        SpanField("url.full", .string("https://cdn.example.com/a.jpg")),
+        SpanField(String(repeating: "k", count: 130), .string(String(repeating: "é", count: 200))),
+        SpanField("n", .int(-1)), SpanField("zero", .int(0)), SpanField("big", .int(300)),
+        SpanField("ok", .bool(true)), SpanField("ratio", .double(0.25)),
+        SpanField("list", .array([.string("a"), .int(2)])),
+    ])
+    func writesAnAttributeAsNestedMessagesWould(_ field: SpanField) {
+        var fast = ProtobufWriter()
+        fast.keyValue(9, field)
+        func any(_ value: SpanField.Value, _ w: inout ProtobufWriter) {
+            switch value {
+            case .string(let s): w.string(1, s)
+            case .bool(let b): w.varint(2, b ? 1 : 0)
+            case .int(let i): w.varint(3, UInt64(bitPattern: i))
+            case .double(let d): w.fixed64(4, d.bitPattern)
+            case .array(let items): w.message(5) { a in for item in items { a.message(1) { any(item, &$0) } } }
+            }
+        }
+        var nested = ProtobufWriter()
+        nested.message(9) { kv in
+            kv.string(1, field.key)
+            kv.message(2) { any(field.value, &$0) }
+        }
+        #expect(fast.bytes == nested.bytes)
     }
 }
 
