@@ -67,6 +67,7 @@ public struct SpanExporter: Service {
         let client = destination.url.map { url in
             Result { try OTLPHTTPClient(url: url, headers: destination.headers, caFile: destination.caFile, timeout: timeout) }
         }
+        defer { try? client?.get().close() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [buffer, scheduleDelay] in
                 while !Task.isCancelled {
@@ -131,11 +132,18 @@ private struct ConsoleSpan {
     }
 }
 
-/// One POST per batch to an OTLP/HTTP endpoint, on a connection of its own (a batch leaves every
-/// few seconds), over TLS for `https`.
-struct OTLPHTTPClient: Sendable {
+/// One POST per batch to an OTLP/HTTP endpoint, over TLS for `https`, on a connection kept for
+/// the batches after it (HTTP/1.1 keep-alive): a connection and its pipeline per batch cost the
+/// process more than encoding the batch. A batch sent on a kept connection that the collector had
+/// closed meanwhile is sent again once on a new one; a batch that fails on a new one is dropped.
+/// Used by the exporter's one task at a time.
+final class OTLPHTTPClient: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
+    }
+
+    struct TimedOut: Error, CustomStringConvertible {
+        var description: String { "no answer within the export timeout" }
     }
 
     let url: TracingConfiguration.Endpoint
@@ -143,6 +151,9 @@ struct OTLPHTTPClient: Sendable {
     /// Made once (the CA file read once), for an `https` endpoint.
     let tls: NIOSSLContext?
     let timeout: Duration
+    /// The connection kept from the last batch, while the collector keeps it open. Only the
+    /// exporter's task reads or sets it, one batch at a time.
+    private var kept: (channel: any Channel, reader: NIOLoopBound<StatusReader>)?
 
     init(url: TracingConfiguration.Endpoint, headers: [(String, String)], caFile: String?, timeout: Duration) throws {
         self.url = url
@@ -157,11 +168,40 @@ struct OTLPHTTPClient: Sendable {
         }
     }
 
+    /// The answer's status to `body`, POSTed to the endpoint.
     func post(_ body: ByteBuffer) async throws -> Int {
-        let tls = self.tls
-        let (host, secure, path) = (url.host, url.secure, url.path)
-        let status = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Int.self)
-        let limit = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        if let kept, kept.channel.isActive {
+            self.kept = nil
+            do {
+                return try await post(body, on: kept)
+            } catch let error as TimedOut {
+                // The collector may have taken it: not sent twice.
+                kept.channel.close(promise: nil)
+                throw error
+            } catch {
+                kept.channel.close(promise: nil)
+            }
+        }
+        let fresh = try await connect()
+        do {
+            return try await post(body, on: fresh)
+        } catch {
+            fresh.channel.close(promise: nil)
+            throw error
+        }
+    }
+
+    func close() {
+        kept?.channel.close(promise: nil)
+        kept = nil
+    }
+
+    private var limit: TimeAmount {
+        .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+    }
+
+    private func connect() async throws -> (channel: any Channel, reader: NIOLoopBound<StatusReader>) {
+        let (tls, host) = (self.tls, url.host)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(limit)
             .channelInitializer { channel in
@@ -172,44 +212,69 @@ struct OTLPHTTPClient: Sendable {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: name))
                     }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(StatusReader(status))
+                    try channel.pipeline.syncOperations.addHandler(StatusReader())
                 }
             }
             .connect(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port: url.port).get()
-        defer { channel.close(promise: nil) }
-        // Closed at the timeout, the connection ends the wait (the reader fails it).
+        let reader = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: StatusReader.self), eventLoop: channel.eventLoop)
+        }.get()
+        return (channel, reader)
+    }
+
+    /// The batch on `connection`, which is kept for the next when the answer leaves it open.
+    private func post(_ body: ByteBuffer, on connection: (channel: any Channel, reader: NIOLoopBound<StatusReader>)) async throws -> Int {
+        let (channel, reader) = connection
+        let (host, secure, path) = (url.host, url.secure, url.path)
+        var fields = HTTPHeaders([("host", secure && url.port == 443 || !secure && url.port == 80 ? host : "\(host):\(url.port)"),
+                                  ("content-type", "application/x-protobuf"), ("content-length", String(body.readableBytes)),
+                                  ("user-agent", "attache/\(TracingConfiguration.version)")])
+        for (name, value) in headers { fields.add(name: name, value: value) }
+        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path, headers: fields)
+        let answer = channel.eventLoop.makePromise(of: StatusReader.Answer.self)
         let closing = channel.eventLoop.scheduleTask(in: limit) {
+            answer.fail(TimedOut())
             channel.close(promise: nil)
         }
         defer { closing.cancel() }
-        var fields = HTTPHeaders([("host", secure && url.port == 443 || !secure && url.port == 80 ? host : "\(host):\(url.port)"),
-                                  ("content-type", "application/x-protobuf"), ("content-length", String(body.readableBytes)),
-                                  ("connection", "close"), ("user-agent", "attache/\(TracingConfiguration.version)")])
-        for (name, value) in headers { fields.add(name: name, value: value) }
-        channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: path, headers: fields)), promise: nil)
-        channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
-        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
-        return try await status.futureResult.get()
+        channel.eventLoop.execute {
+            reader.value.expect(answer)
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+            channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
+            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        }
+        let result = try await answer.futureResult.get()
+        if result.keepAlive { kept = connection } else { channel.close(promise: nil) }
+        return result.status
     }
 }
 
-/// The status of the answer, once it has all arrived; the connection's end or error before that
-/// fails the wait. Used on the connection's event loop only.
-private final class StatusReader: ChannelInboundHandler {
+/// The status of each answer, once it has all arrived, and whether the collector keeps the
+/// connection open after it; the connection's end or an error before that fails the wait. Used on
+/// the connection's event loop only.
+final class StatusReader: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
-    private let status: EventLoopPromise<Int>
-    private var code: Int?
-    private var done = false
+    struct Answer {
+        var status: Int
+        var keepAlive: Bool
+    }
 
-    init(_ status: EventLoopPromise<Int>) {
-        self.status = status
+    private var waiting: EventLoopPromise<Answer>?
+    private var head: HTTPResponseHead?
+
+    /// The next answer completes `answer`.
+    func expect(_ answer: EventLoopPromise<Answer>) {
+        waiting = answer
+        head = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): code = Int(head.status.code)
+        case .head(let head): self.head = head
         case .body: break
-        case .end: complete(.success(code ?? 0))
+        case .end:
+            let answer = Answer(status: Int(head?.status.code ?? 0), keepAlive: head?.isKeepAlive ?? false)
+            complete(.success(answer))
         }
     }
 
@@ -220,11 +285,12 @@ private final class StatusReader: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         complete(.failure(OTLPHTTPClient.Failure(description: "the connection closed before the answer")))
+        context.fireChannelInactive()
     }
 
-    private func complete(_ result: Result<Int, any Error>) {
-        guard !done else { return }
-        done = true
-        status.completeWith(result)
+    private func complete(_ result: Result<Answer, any Error>) {
+        let waiting = self.waiting
+        self.waiting = nil
+        waiting?.completeWith(result)
     }
 }

@@ -16,9 +16,13 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm 
 
 start_origin; pids+=("$origin")
 oport=$(free_port)
-"$python" Tests/cli/otlp.py serve "$oport" "$tmp/spans.jsonl" > "$tmp/otlp.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q listening "$tmp/otlp.log" 2>/dev/null && break; sleep 0.05; done
+receive() {
+  "$python" Tests/cli/otlp.py serve "$oport" "$tmp/spans.jsonl" > "$tmp/otlp.log" 2>&1 &
+  receiver=$!
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$tmp/otlp.log" 2>/dev/null && break; sleep 0.05; done
+}
+receive
 touch "$tmp/spans.jsonl"
 # The standard variable, as a deployment sets it, and nothing else (spans leave every 5 s).
 otel=(env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$oport")
@@ -49,6 +53,16 @@ curl -s -o /dev/null -H "traceparent: $tp" --data-binary '{"aps":{"alert":"x","m
   "http://127.0.0.1:$sport/v1/enrich"
 for _ in $(seq 30); do grep -q "missing.jpg" "$tmp/serve.log" && break; sleep 0.1; done
 check "… and a failed attachment's log line carries the trace id" "grep 'missing.jpg' $tmp/serve.log | grep -q '$(trace_of "$tp")'"
+# The exporter keeps its connection to the collector between batches: a collector restarted
+# meanwhile has closed it, and the next batch (a payload whose media is not cached: its tree has
+# every stage) goes on a new one.
+tree service "$tp"  # the batch with the failed attachment's payload, on the kept connection
+kill "$receiver"; wait "$receiver" 2>/dev/null
+receive
+tp=$(traceparent)
+curl -s -o /dev/null -H "traceparent: $tp" --data-binary "${payload/token=secret/token=secret&v=2}" "http://127.0.0.1:$sport/v1/enrich"
+tree service "$tp"
+check "… and a collector restarted between batches gets the next ($(cat "$tmp/tree-service.out"))" "grep -q '^service:' $tmp/tree-service.out"
 
 # The relay, in front of a double of Apple's API.
 uport=$(free_port) rport=$(free_port)
