@@ -157,8 +157,9 @@ private struct Fields {
     }
 }
 
+/// The tracer asks for `traceparent` and `tracestate`, already the lower-case names `field` takes.
 private struct FieldExtractor: Extractor {
     func extract(key: String, from carrier: @Sendable (String) -> String?) -> String? {
-        carrier(key.lowercased())
+        carrier(key)
     }
 }

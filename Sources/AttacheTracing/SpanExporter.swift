@@ -38,12 +38,20 @@ final class SpanBuffer: Sendable {
     /// Up to a batch of the oldest spans, and how many were dropped since the last call.
     func take() -> (spans: [SpanRecord], dropped: Int) {
         state.withLock { state in
-            let count = min(batch, state.spans.count)
-            let spans = Array(state.spans.prefix(count))
-            state.spans.removeFirst(count)
             defer { state.dropped = 0 }
+            // All of them, the usual case (a batch is as large as the queue by default): the
+            // array handed over whole, its spans not copied.
+            guard state.spans.count > batch else { return (Self.takeAll(&state.spans), state.dropped) }
+            let spans = Array(state.spans.prefix(batch))
+            state.spans.removeFirst(batch)
             return (spans, state.dropped)
         }
+    }
+
+    private static func takeAll(_ spans: inout [SpanRecord]) -> [SpanRecord] {
+        var taken: [SpanRecord] = []
+        swap(&taken, &spans)
+        return taken
     }
 
     func wake() { signal.yield() }
