@@ -1,10 +1,11 @@
 """A small OTLP/HTTP receiver for the traces tests (Tests/cli/traces.sh), and the checks they make.
 
-otlp.py serve PORT SPANS.jsonl
+otlp.py serve PORT SPANS.jsonl [CERT KEY]
     Answers POST /v1/traces as an OpenTelemetry collector does (protobuf in, an empty
     ExportTraceServiceResponse out), decoding each request with the opentelemetry-proto package and
     appending one JSON line per span: ids in hex, name, kind, parent, start and end in ns, status,
-    attributes, and the resource's service.name. Prints "listening" once bound.
+    attributes, and the resource's service.name. Prints "listening" once bound. With CERT and
+    KEY (PEM files), over TLS, as a collector's https endpoint.
 otlp.py sink PORT
     Answers POST /v1/traces with an empty ExportTraceServiceResponse and keeps nothing, printing
     the exports, spans and bytes it received on SIGTERM's way out: a collector that costs the
@@ -20,6 +21,7 @@ otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
 import gzip
 import json
 import signal
+import ssl
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -66,7 +68,7 @@ def count_spans(body):
                for o, l, _ in fields(ss) if o == 2 and l == 2)
 
 
-def serve(port, path=None):
+def serve(port, path=None, cert=None, key=None):
     # Only the receiver decodes: the sink runs where the package may not be installed.
     if path is not None:
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -118,6 +120,10 @@ def serve(port, path=None):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", int(port)), Handler)
+    if cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print("listening", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:

@@ -4,8 +4,9 @@
 # service, the relay and the worker, each with the caller's `traceparent` (an HTTP header, or the
 # JetStream message's header), exports the span tree under the caller's span — the payload, its
 # attachment (URL without its query), the stages — with the standard OTEL_* variables only. The
-# worker's output message carries the publisher's context on; the logs carry the trace id; and
-# with no OTEL_* variable, nothing is exported.
+# worker's output message carries the publisher's context on; the logs carry the trace id; spans
+# reach a collector restarted between batches, and one over https; and with no OTEL_* variable,
+# nothing is exported.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/nats.sh"
@@ -63,6 +64,25 @@ tp=$(traceparent)
 curl -s -o /dev/null -H "traceparent: $tp" --data-binary "${payload/token=secret/token=secret&v=2}" "http://127.0.0.1:$sport/v1/enrich"
 tree service "$tp"
 check "… and a collector restarted between batches gets the next ($(cat "$tmp/tree-service.out"))" "grep -q '^service:' $tmp/tree-service.out"
+
+# To an https collector whose certificate the test CA signed (OTEL_EXPORTER_OTLP_CERTIFICATE), two
+# batches, the second on the connection the first left open.
+bash Tests/cli/test-ca.sh "$tmp"
+tlsport=$(free_port)
+"$python" Tests/cli/otlp.py serve "$tlsport" "$tmp/spans.jsonl" "$tmp/server.pem" "$tmp/server.key" > "$tmp/otlp-tls.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$tmp/otlp-tls.log" 2>/dev/null && break; sleep 0.05; done
+tport=$(free_port)
+env OTEL_EXPORTER_OTLP_ENDPOINT="https://localhost:$tlsport" OTEL_EXPORTER_OTLP_CERTIFICATE="$tmp/ca.pem" OTEL_BSP_SCHEDULE_DELAY=200 \
+  "$bin" serve --port "$tport" --allow-address 127.0.0.1/32 --media-dir "$tmp/media-tls" > "$tmp/serve-tls.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$tport/healthz" && break; sleep 0.1; done
+for v in 3 4; do
+  tp=$(traceparent)
+  curl -s -o /dev/null -H "traceparent: $tp" --data-binary "${payload/token=secret/token=secret&v=$v}" "http://127.0.0.1:$tport/v1/enrich"
+  tree service "$tp"
+  check "over https, batch $v: the payload's span tree ($(cat "$tmp/tree-service.out"))" "grep -q '^service:' $tmp/tree-service.out"
+done
 
 # The relay, in front of a double of Apple's API.
 uport=$(free_port) rport=$(free_port)
