@@ -144,8 +144,7 @@ private struct ConsoleSpan {
 /// the batches after it (HTTP/1.1 keep-alive): a connection and its pipeline per batch cost the
 /// process more than encoding the batch. A batch sent on a kept connection that the collector had
 /// closed meanwhile is sent again once on a new one; a batch that fails on a new one is dropped.
-/// Used by the exporter's one task at a time.
-final class OTLPHTTPClient: @unchecked Sendable {
+final class OTLPHTTPClient: Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
@@ -159,9 +158,9 @@ final class OTLPHTTPClient: @unchecked Sendable {
     /// Made once (the CA file read once), for an `https` endpoint.
     let tls: NIOSSLContext?
     let timeout: Duration
-    /// The connection kept from the last batch, while the collector keeps it open. Only the
-    /// exporter's task reads or sets it, one batch at a time.
-    private var kept: (channel: any Channel, reader: NIOLoopBound<StatusReader>)?
+    typealias Connection = (channel: any Channel, reader: NIOLoopBound<StatusReader>)
+    /// The connection kept from the last batch, while the collector keeps it open.
+    private let kept = Mutex<Connection?>(nil)
 
     init(url: TracingConfiguration.Endpoint, headers: [(String, String)], caFile: String?, timeout: Duration) throws {
         self.url = url
@@ -178,8 +177,7 @@ final class OTLPHTTPClient: @unchecked Sendable {
 
     /// The answer's status to `body`, POSTed to the endpoint.
     func post(_ body: ByteBuffer) async throws -> Int {
-        if let kept, kept.channel.isActive {
-            self.kept = nil
+        if let kept = kept.withLock({ $0.take() }), kept.channel.isActive {
             do {
                 return try await post(body, on: kept)
             } catch let error as TimedOut {
@@ -200,15 +198,14 @@ final class OTLPHTTPClient: @unchecked Sendable {
     }
 
     func close() {
-        kept?.channel.close(promise: nil)
-        kept = nil
+        kept.withLock { $0.take() }?.channel.close(promise: nil)
     }
 
     private var limit: TimeAmount {
         .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
     }
 
-    private func connect() async throws -> (channel: any Channel, reader: NIOLoopBound<StatusReader>) {
+    private func connect() async throws -> Connection {
         let (tls, host) = (self.tls, url.host)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(limit)
@@ -231,7 +228,7 @@ final class OTLPHTTPClient: @unchecked Sendable {
     }
 
     /// The batch on `connection`, which is kept for the next when the answer leaves it open.
-    private func post(_ body: ByteBuffer, on connection: (channel: any Channel, reader: NIOLoopBound<StatusReader>)) async throws -> Int {
+    private func post(_ body: ByteBuffer, on connection: Connection) async throws -> Int {
         let (channel, reader) = connection
         let (host, secure, path) = (url.host, url.secure, url.path)
         var fields = HTTPHeaders([("host", secure && url.port == 443 || !secure && url.port == 80 ? host : "\(host):\(url.port)"),
@@ -252,7 +249,7 @@ final class OTLPHTTPClient: @unchecked Sendable {
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }
         let result = try await answer.futureResult.get()
-        if result.keepAlive { kept = connection } else { channel.close(promise: nil) }
+        if result.keepAlive { kept.withLock { $0 = connection } } else { channel.close(promise: nil) }
         return result.status
     }
 }
