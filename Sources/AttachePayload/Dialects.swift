@@ -56,9 +56,9 @@ public struct DialectReader: Sendable {
         // Adobe Journey Optimizer (aepsdk-messaging-ios, its notification service and tests): `adb_media`.
         found += single(root, "adb_media", dialect: .adobe)
         for (key, typeKey) in generic {
-            guard let path = Self.path(key, in: root, present: true),
+            guard let path = Self.path(key, in: root),
                   let url = value[path: path]?.stringValue.flatMap(Self.url) else { continue }
-            let typePath = typeKey.flatMap { Self.path($0, in: root, present: false) }
+            let typePath = typeKey.flatMap { Self.place($0, in: root) }
             found.append(MediaRequest(id: key, url: url, dialect: .generic, locations: [path],
                                       typeHint: typePath.map { TypeHintField(path: $0, form: .asWritten) }))
         }
@@ -98,12 +98,20 @@ public struct DialectReader: Sendable {
         return (String(entry[..<equals]), type.isEmpty ? nil : type)
     }
 
-    /// A top-level name, or where a JSON Pointer leads in `root`. `present`: nil for a top-level
-    /// name the payload does not hold (no path is made for it).
-    static func path(_ key: String, in root: JSONObject, present: Bool) -> [JSONPathComponent]? {
-        if key.utf8.first == UInt8(ascii: "/") { return JSONPointer(key)?.path(in: .object(root)) }
-        return !present || root.contains(key) ? [.key(key)] : nil
+    /// Where a generic key's value is: a top-level name the payload holds, or where a JSON
+    /// Pointer leads in `root`. Nil for a name the payload does not hold (no path is made for it).
+    static func path(_ key: String, in root: JSONObject) -> [JSONPathComponent]? {
+        guard isPointer(key) || root.contains(key) else { return nil }
+        return place(key, in: root)
     }
+
+    /// Where a type key's value is or would be: a top-level name whether or not the payload holds
+    /// it, or where a JSON Pointer leads in `root`.
+    static func place(_ key: String, in root: JSONObject) -> [JSONPathComponent]? {
+        isPointer(key) ? JSONPointer(key)?.path(in: .object(root)) : [.key(key)]
+    }
+
+    private static func isPointer(_ key: String) -> Bool { key.utf8.first == UInt8(ascii: "/") }
 
     /// A usable URL string: trimmed, non-empty. Whether it may be fetched is the fetcher's call.
     static func url(_ text: String) -> String? {
