@@ -223,15 +223,18 @@ struct ProtobufWriter: ~Copyable {
     private func key(_ field: Int, _ wireType: UInt64) -> UInt64 { UInt64(field) << 3 | wireType }
 
     /// Where the next `bytes` bytes go, the buffer grown (doubled) if they do not fit.
+    @inline(__always)
     fileprivate mutating func room(_ bytes: Int) -> UnsafeMutablePointer<UInt8> {
-        if count + bytes > capacity {
-            capacity = max(2 * capacity, count + bytes)
-            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-            grown.update(from: base, count: count)
-            base.deallocate()
-            base = grown
-        }
+        if count + bytes > capacity { grow(to: count + bytes) }
         return base + count
+    }
+
+    private mutating func grow(to needed: Int) {
+        capacity = max(2 * capacity, needed)
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.update(from: base, count: count)
+        base.deallocate()
+        base = grown
     }
 
     /// `value`'s UTF-8 at `p`; how many bytes it took.

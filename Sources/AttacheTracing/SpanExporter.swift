@@ -23,13 +23,15 @@ final class SpanBuffer: Sendable {
         (signals, signal) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    func append(_ span: SpanRecord) {
+    func append(_ span: consuming SpanRecord) {
+        // Moved in, not copied (a copy retains each of its strings and arrays).
+        var span = Optional(span)
         let full = state.withLock { state in
             guard state.spans.count < capacity else {
                 state.dropped += 1
                 return false
             }
-            state.spans.append(span)
+            state.spans.append(span.take()!)
             return state.spans.count == batch
         }
         if full { signal.yield() }
