@@ -38,8 +38,8 @@ public struct PayloadTrace: Sendable {
         return PayloadTrace(tracer: tracer, parent: context?.traceContext)
     }
 
-    /// The context a request or message came with (`traceparent`, `tracestate`), through `field`, which gives a header's value by its
-    /// lower-case name; nil with traces off.
+    /// The context a request or message came with (`traceparent`, `tracestate`), through `field`,
+    /// which gives a header's value by its lower-case name; nil with traces off.
     public static func context(from field: @escaping @Sendable (String) -> String?) -> ServiceContext? {
         guard let tracer = tracer.load() else { return nil }
         var context = ServiceContext.topLevel

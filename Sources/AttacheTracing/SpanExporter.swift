@@ -43,17 +43,15 @@ final class SpanBuffer: Sendable {
             defer { state.dropped = 0 }
             // All of them, the usual case (a batch is as large as the queue by default): the
             // array handed over whole, its spans not copied.
-            guard state.spans.count > batch else { return (Self.takeAll(&state.spans), state.dropped) }
+            guard state.spans.count > batch else {
+                let spans = state.spans
+                state.spans = []
+                return (spans, state.dropped)
+            }
             let spans = Array(state.spans.prefix(batch))
             state.spans.removeFirst(batch)
             return (spans, state.dropped)
         }
-    }
-
-    private static func takeAll(_ spans: inout [SpanRecord]) -> [SpanRecord] {
-        var taken: [SpanRecord] = []
-        swap(&taken, &spans)
-        return taken
     }
 
     func wake() { signal.yield() }
@@ -203,9 +201,7 @@ final class OTLPHTTPClient: Sendable {
         kept.withLock { $0.take() }?.channel.close(promise: nil)
     }
 
-    private var limit: TimeAmount {
-        .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
-    }
+    private var limit: TimeAmount { TimeAmount(timeout) }
 
     private func connect() async throws -> Connection {
         let (tls, host) = (self.tls, url.host)
