@@ -69,28 +69,28 @@ public struct PayloadTrace: Sendable {
         // The report's offsets count from when the payload reached the runtime: elapsed before now.
         let start = end - min(end, nanoseconds(report.elapsedMs))
         func at(_ ms: Double) -> UInt64 { start + nanoseconds(ms) }
-        var own = Fields(capacity: 7 + attributes.count)
-        own.put("attache.door", door)
-        own.put("attache.outcome", report.outcome.rawValue)
-        own.put("attache.reason", report.reason?.description)
-        own.put("attache.deadline_ms", Int(report.deadlineMs))
-        own.put("attache.payload_bytes", report.payloadBytes)
-        own.put("attache.attachments", report.attachments.count)
-        own.put("attache.tenant", tenant)
-        for (key, value) in attributes { own.put(key, value) }
         // A payload that asked for media and went out without it is what an on-call engineer
         // looks for; a passthrough is no failure.
         let failed = report.outcome == .fallback ? SpanStatus(code: .error, message: report.reason?.description) : nil
-        let payload = tracer.record("attache.enrich", kind: .internal, parent: parent, start: start, end: end,
-                                    attributes: own.list, status: failed)
+        let payload = tracer.record("attache.enrich", kind: .internal, parent: parent, start: start, end: end, status: failed) { a in
+            a.attribute("attache.door", door)
+            a.attribute("attache.outcome", report.outcome.rawValue)
+            a.attribute("attache.reason", report.reason?.description)
+            a.attribute("attache.deadline_ms", Int(report.deadlineMs))
+            a.attribute("attache.payload_bytes", report.payloadBytes)
+            a.attribute("attache.attachments", report.attachments.count)
+            a.attribute("attache.tenant", tenant)
+            for (key, value) in attributes { a.attribute(named: key, value) }
+        }
         for attachment in report.attachments {
             let stages = attachment.timings.spans
             let first = stages.map(\.start).min() ?? 0
             let last = stages.map { $0.start + $0.length }.max() ?? first
             let status = attachment.outcome == .failed
                 ? SpanStatus(code: .error, message: attachment.message ?? attachment.reason?.description) : nil
-            let span = tracer.record("attache.attachment", kind: .client, parent: payload, start: at(first), end: at(last),
-                                     attributes: describe(attachment), status: status)
+            let span = tracer.record("attache.attachment", kind: .client, parent: payload, start: at(first), end: at(last), status: status) {
+                describe(attachment, into: &$0)
+            }
             for stage in stages {
                 tracer.record(stage.stage, kind: .internal, parent: span, start: at(stage.start), end: at(stage.start + stage.length))
             }
@@ -99,25 +99,23 @@ public struct PayloadTrace: Sendable {
 
     /// OpenTelemetry's names where one exists (url.*, server.*, network.peer.address,
     /// http.response.status_code); Attache's own under `attache.`.
-    private func describe(_ attachment: AttachmentReport) -> [SpanField] {
-        var a = Fields(capacity: 14)
-        a.put("attache.attachment.id", attachment.id)
-        a.put("attache.attachment.outcome", attachment.outcome.description)
-        a.put("attache.reason", attachment.reason?.description)
-        a.put("attache.detail", attachment.detail?.rawValue)
-        a.put("attache.cache", attachment.cache?.rawValue)
-        a.put("attache.media.kind", attachment.kind?.rawValue)
-        a.put("attache.media.format", attachment.format?.rawValue)
-        a.put("attache.media.bytes", attachment.bytes)
-        a.put("http.response.status_code", attachment.httpStatus)
-        a.put("network.peer.address", attachment.connectedIP)
+    private func describe(_ attachment: AttachmentReport, into a: inout ProtobufWriter) {
+        a.attribute("attache.attachment.id", attachment.id)
+        a.attribute("attache.attachment.outcome", attachment.outcome.description)
+        a.attribute("attache.reason", attachment.reason?.description)
+        a.attribute("attache.detail", attachment.detail?.rawValue)
+        a.attribute("attache.cache", attachment.cache?.rawValue)
+        a.attribute("attache.media.kind", attachment.kind?.rawValue)
+        a.attribute("attache.media.format", attachment.format?.rawValue)
+        a.attribute("attache.media.bytes", attachment.bytes)
+        a.attribute("http.response.status_code", attachment.httpStatus)
+        a.attribute("network.peer.address", attachment.connectedIP)
         if let url = Self.summary(of: attachment.source) {
-            a.put("url.full", url.withoutQuery)
-            a.put("url.scheme", url.scheme)
-            a.put("server.address", url.host)
-            a.put("server.port", url.port)
+            a.attribute("url.full", url.withoutQuery)
+            a.attribute("url.scheme", url.scheme)
+            a.attribute("server.address", url.host)
+            a.attribute("server.port", url.port)
         }
-        return a.list
     }
 
     /// The URLs of recent attachments, read by libcurl's parser once each: a campaign names the
@@ -137,23 +135,6 @@ public struct PayloadTrace: Sendable {
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
         UInt64(max(0, ms * 1_000_000))
-    }
-}
-
-/// A span's attributes, an absent value left out.
-private struct Fields {
-    var list: [SpanField] = []
-
-    init(capacity: Int) {
-        list.reserveCapacity(capacity)
-    }
-
-    mutating func put(_ key: String, _ value: String?) {
-        if let value { list.append(SpanField(key, .string(value))) }
-    }
-
-    mutating func put(_ key: String, _ value: Int?) {
-        if let value { list.append(SpanField(key, .int(Int64(value)))) }
     }
 }
 

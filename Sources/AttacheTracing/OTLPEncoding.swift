@@ -6,60 +6,103 @@ import Tracing
 /// format: one resource, one instrumentation scope, the spans. A generic message library walks a
 /// generated tree per span; this writes the bytes the tree would.
 enum OTLPEncoding {
-    static func request(_ spans: [SpanRecord], resource: [(String, String)], scope: (name: String, version: String)) -> ByteBuffer {
-        var request = ProtobufWriter(capacity: 512 * spans.count + 256)
-        request.message(1) { resourceSpans in
-            resourceSpans.message(1) { r in
-                for (key, value) in resource { r.keyValue(1, SpanField(key, .string(value))) }
+    /// What goes before a batch's spans in every request: the resource's and the scope's
+    /// messages, and the room the request's front takes at most (`SpanBuffer` keeps that much
+    /// free before a batch's spans, so a request is made without copying them).
+    struct Head: Sendable {
+        let resource: [UInt8]
+        let scope: [UInt8]
+        /// Two keys of a byte and two lengths of at most 10.
+        var room: Int { resource.count + scope.count + 22 }
+
+        init(resource attributes: [(String, String)], scope: (name: String, version: String)) {
+            var r = ProtobufWriter()  // ResourceSpans.resource
+            r.message(1) { r in
+                for (key, value) in attributes { r.keyValue(1, SpanField(key, .string(value))) }
             }
-            resourceSpans.message(2) { scopeSpans in
-                scopeSpans.message(1) { s in
-                    s.string(1, scope.name)
-                    s.string(2, scope.version)
+            var s = ProtobufWriter()  // ScopeSpans.scope
+            s.message(1) { s in
+                s.string(1, scope.name)
+                s.string(2, scope.version)
+            }
+            resource = r.bytes
+            self.scope = s.bytes
+        }
+    }
+
+    /// A request of the spans `SpanBuffer` wrote (each a `ScopeSpans.spans` field): its front is
+    /// written into the room before them, or, where there is none, copied with them.
+    static func request(_ spans: ByteBuffer, head: Head) -> ByteBuffer {
+        let scopeSpans = head.scope.count + spans.readableBytes
+        let resourceSpans = head.resource.count + ProtobufWriter.headerSize(2, length: scopeSpans) + scopeSpans
+        var front = ProtobufWriter(capacity: head.room)
+        front.header(1, length: resourceSpans)  // ExportTraceServiceRequest.resource_spans
+        head.resource.withUnsafeBytes { front.raw($0) }
+        front.header(2, length: scopeSpans)  // ResourceSpans.scope_spans
+        head.scope.withUnsafeBytes { front.raw($0) }
+        var request = spans
+        if front.count <= request.readerIndex {
+            request.moveReaderIndex(to: request.readerIndex - front.count)
+            front.withBytes { _ = request.setBytes($0, at: request.readerIndex) }
+        } else {
+            request = ByteBuffer()
+            request.reserveCapacity(front.count + spans.readableBytes)
+            front.withBytes { _ = request.writeBytes($0) }
+            request.writeImmutableBuffer(spans)
+        }
+        return request
+    }
+
+    /// A span as a `ScopeSpans.spans` field: its ids, name, kind and times, then what `body`
+    /// writes (attributes, events, links), then its status and flags.
+    static func span(_ name: String, kind: SpanKind, trace: TraceContext, parentSpanID: UInt64?, parentIsRemote: Bool,
+                     start: UInt64, end: UInt64, status: SpanStatus?, into writer: inout ProtobufWriter,
+                     body: (inout ProtobufWriter) -> Void) {
+        writer.message(2) { s in
+            s.identifier(1, trace.traceHigh, trace.traceLow)
+            s.identifier(2, trace.spanID)
+            if let state = trace.traceState { s.string(3, state) }
+            if let parentSpanID { s.identifier(4, parentSpanID) }
+            s.string(5, name)
+            s.varint(6, number(kind))
+            s.fixed64(7, start)
+            s.fixed64(8, end)
+            body(&s)
+            if let status {
+                s.message(15) { st in
+                    if let message = status.message { st.string(2, message) }
+                    st.varint(3, status.code == .ok ? 1 : 2)
                 }
-                // By index, in place: a for-in loop copies each record, and each attribute below, out and back.
-                for i in spans.indices { scopeSpans.message(2) { write(spans[i], into: &$0) } }
             }
+            // Bit 8: whether the parent is remote is known; bit 9: it is.
+            if parentSpanID != nil { s.fixed32(16, 0x100 | (parentIsRemote ? 0x200 : 0) | (trace.sampled ? 1 : 0)) }
         }
-        return request.buffer
     }
 
-    private static func write(_ span: SpanRecord, into s: inout ProtobufWriter) {
-        s.identifier(1, span.trace.traceHigh, span.trace.traceLow)
-        s.identifier(2, span.trace.spanID)
-        if let state = span.trace.traceState { s.string(3, state) }
-        if let parent = span.parentSpanID { s.identifier(4, parent) }
-        s.string(5, span.name)
-        s.varint(6, kind(span.kind))
-        s.fixed64(7, span.start)
-        s.fixed64(8, span.end)
-        span.attributes.withUnsafeBufferPointer { fields in for i in fields.indices { s.keyValue(9, fields.baseAddress! + i) } }
-        for event in span.events {
-            s.message(11) { e in
-                e.fixed64(1, event.time)
-                e.string(2, event.name)
-                for field in event.attributes { e.keyValue(3, field) }
+    /// An ended `RecordedSpan`, as `span` writes one.
+    static func write(_ record: SpanRecord, into writer: inout ProtobufWriter) {
+        span(record.name, kind: record.kind, trace: record.trace, parentSpanID: record.parentSpanID, parentIsRemote: record.parentIsRemote,
+             start: record.start, end: record.end, status: record.status, into: &writer) { s in
+            record.attributes.withUnsafeBufferPointer { fields in for i in fields.indices { s.keyValue(9, fields.baseAddress! + i) } }
+            for event in record.events {
+                s.message(11) { e in
+                    e.fixed64(1, event.time)
+                    e.string(2, event.name)
+                    for field in event.attributes { e.keyValue(3, field) }
+                }
+            }
+            for link in record.links {
+                s.message(13) { l in
+                    l.identifier(1, link.trace.traceHigh, link.trace.traceLow)
+                    l.identifier(2, link.trace.spanID)
+                    if let state = link.trace.traceState { l.string(3, state) }
+                    for field in link.attributes { l.keyValue(4, field) }
+                }
             }
         }
-        for link in span.links {
-            s.message(13) { l in
-                l.identifier(1, link.trace.traceHigh, link.trace.traceLow)
-                l.identifier(2, link.trace.spanID)
-                if let state = link.trace.traceState { l.string(3, state) }
-                for field in link.attributes { l.keyValue(4, field) }
-            }
-        }
-        if let status = span.status {
-            s.message(15) { st in
-                if let message = status.message { st.string(2, message) }
-                st.varint(3, status.code == .ok ? 1 : 2)
-            }
-        }
-        // Bit 8: whether the parent is remote is known; bit 9: it is.
-        if span.parentSpanID != nil { s.fixed32(16, 0x100 | (span.parentIsRemote ? 0x200 : 0) | (span.trace.sampled ? 1 : 0)) }
     }
 
-    private static func kind(_ kind: SpanKind) -> UInt64 {
+    private static func number(_ kind: SpanKind) -> UInt64 {
         switch kind {
         case .internal: 1
         case .server: 2
@@ -81,45 +124,72 @@ extension ProtobufWriter {
     /// `keyValue`, reading the attribute where it is: one passed by value is copied out of its
     /// array first (a writer's method could change the array, as far as the compiler knows).
     mutating func keyValue(_ field: Int, _ attribute: UnsafePointer<SpanField>) {
-        let attribute = attribute.pointee
-        // One switch: each one the value is matched on copies it out.
-        switch attribute.value {
-        case .string(let s):
-            let length = s.utf8.count
-            pair(field, attribute.key, value: 1 + Self.size(UInt64(length)) + length) { p in
-                let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(length), at: p + 1)
-                return n + Self.copy(s, to: p + n)
-            }
-        case .int(let i):
-            let bits = UInt64(bitPattern: i)
-            pair(field, attribute.key, value: 1 + Self.size(bits)) { Self.put(3 << 3, at: $0) + Self.put(bits, at: $0 + 1) }
-        case .bool(let b):
-            pair(field, attribute.key, value: 2) { Self.put(2 << 3, at: $0) + Self.put(b ? 1 : 0, at: $0 + 1) }
-        case .double(let d):
-            pair(field, attribute.key, value: 9) { p in
-                UnsafeMutableRawPointer(p + Self.put(4 << 3 | 1, at: p)).storeBytes(of: d.bitPattern.littleEndian, as: UInt64.self)
-                return 9
-            }
-        case .array:
-            message(field) { kv in
-                kv.string(1, attribute.key)
-                kv.message(2) { $0.anyValue(attribute.value) }
+        var key = attribute.pointee.key
+        let value = attribute.pointee.value
+        key.withUTF8 { key in
+            // One switch: each one the value is matched on copies it out.
+            switch value {
+            case .string(let s): pair(field, key, s)
+            case .int(let i): pair(field, key, i)
+            case .bool(let b):
+                pair(field, key, value: 2) { Self.put(2 << 3, at: $0) + Self.put(b ? 1 : 0, at: $0 + 1) }
+            case .double(let d):
+                pair(field, key, value: 9) { p in
+                    UnsafeMutableRawPointer(p + Self.put(4 << 3 | 1, at: p)).storeBytes(of: d.bitPattern.littleEndian, as: UInt64.self)
+                    return 9
+                }
+            case .array:
+                message(field) { kv in
+                    kv.raw(UnsafeRawBufferPointer(key), field: 1)
+                    kv.message(2) { $0.anyValue(value) }
+                }
             }
         }
+    }
+
+    /// A string attribute of the span being written (`OTLPEncoding.span`'s body); nil: none.
+    public mutating func attribute(_ key: StaticString, _ value: String?) {
+        guard let value else { return }
+        key.withUTF8Buffer { pair(9, $0, value) }
+    }
+
+    /// An integer attribute of the span being written; nil: none.
+    public mutating func attribute(_ key: StaticString, _ value: Int?) {
+        guard let value else { return }
+        key.withUTF8Buffer { pair(9, $0, Int64(value)) }
+    }
+
+    /// A string attribute whose key is not a literal.
+    public mutating func attribute(named key: String, _ value: String) {
+        var key = key
+        key.withUTF8 { pair(9, $0, value) }
+    }
+
+    private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, _ s: String) {
+        let length = s.utf8.count
+        pair(field, key, value: 1 + Self.size(UInt64(length)) + length) { p in
+            let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(length), at: p + 1)
+            return n + Self.copy(s, to: p + n)
+        }
+    }
+
+    private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, _ i: Int64) {
+        let bits = UInt64(bitPattern: i)
+        pair(field, key, value: 1 + Self.size(bits)) { Self.put(3 << 3, at: $0) + Self.put(bits, at: $0 + 1) }
     }
 
     /// A KeyValue whose AnyValue takes `value` bytes, which `write` writes at the pointer it is
     /// given (the field's key first) and counts.
     @inline(__always)
-    private mutating func pair(_ field: Int, _ key: String, value: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
-        let keyLength = key.utf8.count
-        let pair = 1 + Self.size(UInt64(keyLength)) + keyLength + 1 + Self.size(UInt64(value)) + value
+    private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, value: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        let pair = 1 + Self.size(UInt64(key.count)) + key.count + 1 + Self.size(UInt64(value)) + value
         let p = room(10 + Self.size(UInt64(pair)) + pair)
         var n = Self.put(UInt64(field) << 3 | 2, at: p)
         n += Self.put(UInt64(pair), at: p + n)
         n += Self.put(1 << 3 | 2, at: p + n)
-        n += Self.put(UInt64(keyLength), at: p + n)
-        n += Self.copy(key, to: p + n)
+        n += Self.put(UInt64(key.count), at: p + n)
+        if let bytes = key.baseAddress { (p + n).update(from: bytes, count: key.count) }
+        n += key.count
         n += Self.put(2 << 3 | 2, at: p + n)
         n += Self.put(UInt64(value), at: p + n)
         count += n + write(p + n)
@@ -141,11 +211,12 @@ extension ProtobufWriter {
 /// written in place after one byte kept for its length, which is set once the message is written
 /// (a longer length moves the message up to make room: a span, or the request's outer messages).
 /// Each field is written through a pointer into room made for it at once: a `ByteBuffer` or an
-/// array checks its storage for every byte, which cost more than the spans' own work.
-struct ProtobufWriter: ~Copyable {
+/// array checks its storage for every byte, which cost more than the spans' own work. Public for
+/// the attributes of a span `AttacheTracer.record` writes, as they are written.
+public struct ProtobufWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
-    fileprivate var count = 0
+    private(set) var count = 0
 
     init(capacity: Int = 256) {
         self.capacity = max(capacity, 64)
@@ -156,6 +227,33 @@ struct ProtobufWriter: ~Copyable {
 
     var buffer: ByteBuffer { ByteBuffer(bytes: UnsafeBufferPointer(start: base, count: count)) }
     var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Bytes as a length-delimited field.
+    mutating func raw(_ bytes: UnsafeRawBufferPointer, field: Int) {
+        header(field, length: bytes.count)
+        raw(bytes)
+    }
+
+    /// Bytes written elsewhere, as they are.
+    mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        UnsafeMutableRawPointer(room(bytes.count)).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    /// The key and length of a length-delimited field whose `length` bytes follow (`raw`).
+    mutating func header(_ field: Int, length: Int) {
+        let p = room(20)
+        let n = Self.put(key(field, 2), at: p)
+        count += n + Self.put(UInt64(length), at: p + n)
+    }
+
+    /// How many bytes `header` writes.
+    static func headerSize(_ field: Int, length: Int) -> Int { size(UInt64(field) << 3 | 2) + size(UInt64(length)) }
 
     mutating func varint(_ field: Int, _ value: UInt64) {
         let p = room(20)

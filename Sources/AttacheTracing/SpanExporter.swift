@@ -7,50 +7,84 @@ import ServiceLifecycle
 import Synchronization
 import Tracing
 
-/// The ended, sampled spans waiting for the exporter: at most `capacity` (past that a span is
-/// dropped, and counted), handed over `batch` at a time.
+/// The ended, sampled spans waiting for the exporter, each already written as OTLP (a `Span` as a
+/// field of `ScopeSpans`) on the thread that ended it, into bytes that thread allocated and frees:
+/// the exporter takes flat bytes, not records whose strings and arrays it would free across
+/// threads. Spans are kept in batches of `batch`, each after `room` bytes kept free for the front
+/// of its request; at most `capacity` wait (past that a span is dropped, and counted).
 final class SpanBuffer: Sendable {
-    private let state = Mutex<(spans: [SpanRecord], dropped: Int)>(([], 0))
+    /// Spans one after another, from the reader index on.
+    struct Batch: Sendable {
+        var spans = ByteBuffer()
+        var count = 0
+        var bytes: [UInt8] { Array(spans.readableBytesView) }
+    }
+
+    private struct State {
+        var batches: [Batch] = []
+        var queued = 0
+        var dropped = 0
+    }
+
+    private let state = Mutex(State())
     let capacity: Int
     let batch: Int
+    let room: Int
     /// Each element asks the exporter to look: a full batch, a tick, a flush.
     let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
 
-    init(capacity: Int, batch: Int) {
+    init(capacity: Int, batch: Int, room: Int = 0) {
         self.capacity = max(1, capacity)
         self.batch = max(1, min(batch, capacity))
+        self.room = room
         (signals, signal) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    func append(_ span: consuming SpanRecord) {
-        // Moved in, not copied (a copy retains each of its strings and arrays).
-        var span = Optional(span)
+    func append(_ span: SpanRecord) {
+        var writer = ProtobufWriter(capacity: 1024)
+        OTLPEncoding.write(span, into: &writer)
+        keep(writer)
+    }
+
+    /// A span `OTLPEncoding.span` wrote.
+    func keep(_ span: borrowing ProtobufWriter) {
+        span.withBytes(keep)
+    }
+
+    /// Copied in under the lock: the span's own writing is done outside it.
+    private func keep(_ span: UnsafeRawBufferPointer) {
         let full = state.withLock { state in
-            guard state.spans.count < capacity else {
+            guard state.queued < capacity else {
                 state.dropped += 1
                 return false
             }
-            state.spans.append(span.take()!)
-            return state.spans.count == batch
+            if state.batches.last.map({ $0.count == batch }) ?? true {
+                // A buffer grows by reallocating, which for a large one moves no bytes.
+                var fresh = Batch(spans: ByteBuffer())
+                fresh.spans.reserveCapacity(room + span.count * min(batch, 256))
+                fresh.spans.moveWriterIndex(forwardBy: room)
+                fresh.spans.moveReaderIndex(forwardBy: room)
+                state.batches.append(fresh)
+            }
+            state.queued += 1
+            let last = state.batches.count - 1
+            state.batches[last].spans.writeBytes(span)
+            state.batches[last].count += 1
+            return state.batches[last].count == batch
         }
         if full { signal.yield() }
     }
 
-    /// Up to a batch of the oldest spans, and how many were dropped since the last call.
-    func take() -> (spans: [SpanRecord], dropped: Int) {
+    /// The oldest batch (empty when none waits), and how many spans were dropped since the last
+    /// call.
+    func take() -> (batch: Batch, dropped: Int) {
         state.withLock { state in
             defer { state.dropped = 0 }
-            // All of them, the usual case (a batch is as large as the queue by default): the
-            // array handed over whole, its spans not copied.
-            guard state.spans.count > batch else {
-                let spans = state.spans
-                state.spans = []
-                return (spans, state.dropped)
-            }
-            let spans = Array(state.spans.prefix(batch))
-            state.spans.removeFirst(batch)
-            return (spans, state.dropped)
+            guard !state.batches.isEmpty else { return (Batch(), state.dropped) }
+            let oldest = state.batches.removeFirst()
+            state.queued -= oldest.count
+            return (oldest, state.dropped)
         }
     }
 
@@ -65,7 +99,7 @@ final class SpanBuffer: Sendable {
 public struct SpanExporter: Service {
     let buffer: SpanBuffer
     let destination: TracingConfiguration.Destination
-    let resource: [(String, String)]
+    let head: OTLPEncoding.Head
     let scheduleDelay: Duration
     let timeout: Duration
     let logger: Logger
@@ -95,47 +129,24 @@ public struct SpanExporter: Service {
 
     private func exportAll(_ client: Result<OTLPHTTPClient, any Error>?) async {
         while true {
-            let (spans, dropped) = buffer.take()
+            let (batch, dropped) = buffer.take()
             if dropped > 0 {
                 logger.warning("spans dropped: the export queue was full", metadata: ["attache.spans_dropped": "\(dropped)"])
             }
-            guard !spans.isEmpty else { return }
+            guard batch.count > 0 else { return }
             guard let client else {
-                for span in spans { print(ConsoleSpan(span).line) }
+                print(ConsoleSpan.lines(batch.bytes), terminator: "")
                 continue
             }
-            let body = OTLPEncoding.request(spans, resource: resource, scope: (name: "attache", version: TracingConfiguration.version))
+            let body = OTLPEncoding.request(batch.spans, head: head)
             do {
                 let status = try await client.get().post(body)
                 if !(200..<300).contains(status) {
-                    logger.warning("the trace collector refused a batch", metadata: ["attache.status": "\(status)", "attache.spans": "\(spans.count)"])
+                    logger.warning("the trace collector refused a batch", metadata: ["attache.status": "\(status)", "attache.spans": "\(batch.count)"])
                 }
             } catch {
-                logger.warning("the trace collector was not reached", metadata: ["attache.error": "\(error)", "attache.spans": "\(spans.count)"])
+                logger.warning("the trace collector was not reached", metadata: ["attache.error": "\(error)", "attache.spans": "\(batch.count)"])
             }
-        }
-    }
-}
-
-/// One span as the console exporter prints it.
-private struct ConsoleSpan {
-    let line: String
-
-    init(_ span: SpanRecord) {
-        var attributes: [String] = []
-        for field in span.attributes { attributes.append("\(field.key)=\(Self.plain(field.value))") }
-        let parent = span.parentSpanID.map { " parent=\(TraceContext.hex($0))" } ?? ""
-        line = "span \(span.name) trace=\(span.trace.traceID) span=\(span.trace.spanIDText)\(parent) "
-            + "duration_ms=\(Double(span.end - span.start) / 1_000_000) \(attributes.sorted().joined(separator: " "))"
-    }
-
-    private static func plain(_ value: SpanField.Value) -> String {
-        switch value {
-        case .string(let s): s
-        case .int(let i): String(i)
-        case .double(let d): String(d)
-        case .bool(let b): String(b)
-        case .array(let items): "[" + items.map(plain).joined(separator: ",") + "]"
         }
     }
 }

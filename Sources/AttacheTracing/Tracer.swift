@@ -28,8 +28,8 @@ public enum Sampler: Sendable, Equatable {
 }
 
 /// A tracer of Attache's own, in place of an SDK's: a span is a small object whose data, once it
-/// ends sampled, is kept in a bounded buffer for the exporter (`SpanExporter`), with no task, stream
-/// or protocol buffer message made for it. Context travels as W3C Trace Context (`traceparent`,
+/// ends sampled, is written as OTLP into a bounded buffer for the exporter (`SpanExporter`), with
+/// no task, stream or message object made for it. Context travels as W3C Trace Context (`traceparent`,
 /// `tracestate`), which it reads and writes as the process's instrument.
 public final class AttacheTracer: Tracer, Sendable {
     public typealias Span = RecordedSpan
@@ -56,16 +56,20 @@ public final class AttacheTracer: Tracer, Sendable {
     }
 
     /// A span whose start and end are already known (one made from a report once the work is
-    /// done), recorded at once: no span object and no `ServiceContext` are made for it, and its
-    /// attributes are kept as given. Returns its place in the trace, the parent of its children;
-    /// with `parent` nil it starts a trace. Times in nanoseconds since the epoch.
+    /// done), recorded at once: no span object, `ServiceContext` or list of attributes is made for
+    /// it; `attributes` writes them (`ProtobufWriter.attribute`) straight into the span as it is
+    /// exported, and runs only when the span is sampled. Returns its place in the trace, the
+    /// parent of its children; with `parent` nil it starts a trace. Times in nanoseconds since
+    /// the epoch.
     @discardableResult
-    public func record(_ name: String, kind: SpanKind, parent: TraceContext?, start: UInt64, end: UInt64,
-                       attributes: [SpanField] = [], status: SpanStatus? = nil) -> TraceContext {
+    public func record(_ name: String, kind: SpanKind, parent: TraceContext?, start: UInt64, end: UInt64, status: SpanStatus? = nil,
+                       attributes: (inout ProtobufWriter) -> Void = { _ in }) -> TraceContext {
         let own = place(under: parent)
         if own.sampled {
-            buffer.append(SpanRecord(name: name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
-                                     start: start, end: max(start, end), attributes: attributes, status: status))
+            var span = ProtobufWriter(capacity: 1024)
+            OTLPEncoding.span(name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
+                              start: start, end: max(start, end), status: status, into: &span, body: attributes)
+            buffer.keep(span)
         }
         return own
     }
@@ -94,9 +98,9 @@ public final class AttacheTracer: Tracer, Sendable {
     }
 }
 
-/// An attribute as a span keeps and exports it: a key and OpenTelemetry's `AnyValue`. A list of
-/// these is what `record` takes; swift-distributed-tracing's `SpanAttributes` (a dictionary of
-/// boxed values) is read into one when a `RecordedSpan` ends.
+/// An attribute as a `RecordedSpan` exports it: a key and OpenTelemetry's `AnyValue`.
+/// swift-distributed-tracing's `SpanAttributes` (a dictionary of boxed values) is read into a
+/// list of these when the span ends.
 public struct SpanField: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
         case string(String)

@@ -155,10 +155,11 @@ public struct TracingConfiguration: Sendable {
     /// The process's tracer, and the service that exports what it records (run it until the
     /// process stops: its graceful shutdown exports the last spans).
     public func make(logger: Logger) -> (tracer: AttacheTracer, exporter: SpanExporter) {
-        let buffer = SpanBuffer(capacity: maxQueueSize, batch: maxExportBatchSize)
+        let head = OTLPEncoding.Head(resource: resourceAttributes, scope: (name: "attache", version: Self.version))
+        let buffer = SpanBuffer(capacity: maxQueueSize, batch: maxExportBatchSize, room: head.room)
         return (AttacheTracer(sampler: sampler, buffer: buffer),
-                SpanExporter(buffer: buffer, destination: destination, resource: resourceAttributes, scheduleDelay: scheduleDelay,
-                             timeout: timeout, logger: logger))
+                SpanExporter(buffer: buffer, destination: destination, head: head, scheduleDelay: scheduleDelay, timeout: timeout,
+                             logger: logger))
     }
 
     /// Log lines in a span carry its trace id, span id and flags (`trace_id`, `span_id`,

@@ -50,36 +50,43 @@ import Tracing
         span.end()
         span.end()
         span.attributes["late"] = "ignored"
-        let (spans, dropped) = buffer.take()
+        let (batch, dropped) = buffer.take()
+        let spans = WrittenSpan.all(batch)
         #expect(spans.count == 1)
         #expect(dropped == 0)
         #expect(spans.first?.name == "payload")
         #expect(spans.first?.attributes == [SpanField("attache.outcome", .string("enriched"))])
     }
 
-    @Test func aRecordedSpanIsBufferedWholeUnderItsParent() {
+    @Test func aRecordedSpanIsBufferedWholeUnderItsParent() throws {
         let buffer = SpanBuffer(capacity: 8, batch: 8)
         let tracer = AttacheTracer(sampler: .parentBased(root: .alwaysOn), buffer: buffer)
         let caller = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
         let payload = tracer.record("payload", kind: .internal, parent: caller, start: 10, end: 30,
-                                    attributes: [SpanField("attache.outcome", .string("enriched"))],
-                                    status: SpanStatus(code: .error, message: "late"))
+                                    status: SpanStatus(code: .error, message: "late")) {
+            $0.attribute("attache.outcome", "enriched")
+            $0.attribute("attache.reason", nil as String?)
+        }
         // An end before the start is the start.
         let stage = tracer.record("download", kind: .internal, parent: payload, start: 12, end: 11)
         #expect(payload.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && stage.traceID == payload.traceID)
-        let (spans, _) = buffer.take()
+        let spans = WrittenSpan.all(buffer.take().batch)
+        try #require(spans.count == 2)
         #expect(spans.map(\.name) == ["payload", "download"])
-        #expect(spans[0].parentSpanID == 0x00f0_67aa_0ba9_02b7 && spans[0].parentIsRemote)
+        #expect(spans[0].trace == caller?.traceID && spans[0].spanID == payload.spanID)
+        #expect(spans[0].parentSpanID == 0x00f0_67aa_0ba9_02b7 && spans[0].parentIsRemote == true)
         #expect(spans[0].attributes == [SpanField("attache.outcome", .string("enriched"))])
-        #expect(spans[0].status?.message == "late")
-        #expect(spans[1].parentSpanID == payload.spanID && !spans[1].parentIsRemote)
+        #expect(spans[0].status == "late")
+        #expect(spans[1].parentSpanID == payload.spanID && spans[1].parentIsRemote == false)
         #expect(spans[1].start == 12 && spans[1].end == 12)
         // Under a caller that did not sample the trace, nothing is kept, and children follow it.
         let unsampled = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
-        let skipped = tracer.record("payload", kind: .internal, parent: unsampled, start: 1, end: 2)
+        let skipped = tracer.record("payload", kind: .internal, parent: unsampled, start: 1, end: 2) { _ in
+            Issue.record("the attributes of a span not sampled are not written")
+        }
         tracer.record("download", kind: .internal, parent: skipped, start: 1, end: 2)
         #expect(!skipped.sampled)
-        #expect(buffer.take().spans.isEmpty)
+        #expect(buffer.take().batch.count == 0)
     }
 
     @Test func aFullBufferDropsAndCounts() {
@@ -88,9 +95,72 @@ import Tracing
         for _ in 0..<5 {
             tracer.startSpan("s", context: .topLevel, ofKind: .internal, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line).end()
         }
-        let (spans, dropped) = buffer.take()
-        #expect(spans.count == 2)
+        let (batch, dropped) = buffer.take()
+        #expect(batch.count == 2 && WrittenSpan.all(batch).count == 2)
         #expect(dropped == 3)
+    }
+
+    @Test func spansAreHandedOverABatchAtATime() {
+        let buffer = SpanBuffer(capacity: 5, batch: 2)
+        let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
+        for name in ["a", "b", "c", "d", "e", "f"] { tracer.record(name, kind: .internal, parent: nil, start: 1, end: 2) }
+        let (first, dropped) = buffer.take()
+        #expect(WrittenSpan.all(first).map(\.name) == ["a", "b"])
+        #expect(dropped == 1, "f: five wait at most")
+        #expect(WrittenSpan.all(buffer.take().batch).map(\.name) == ["c", "d"])
+        #expect(WrittenSpan.all(buffer.take().batch).map(\.name) == ["e"])
+        #expect(buffer.take().batch.count == 0)
+        // Room again once taken.
+        tracer.record("g", kind: .internal, parent: nil, start: 1, end: 2)
+        #expect(WrittenSpan.all(buffer.take().batch).map(\.name) == ["g"])
+    }
+
+    /// Written into the room kept before the spans, or, with none, copied with them: the same bytes.
+    @Test(arguments: [true, false])
+    func aRequestHoldsABatchUnderOneResourceAndScope(roomKept: Bool) throws {
+        let head = OTLPEncoding.Head(resource: [("service.name", "attache")], scope: ("attache", "1.0"))
+        let buffer = SpanBuffer(capacity: 64, batch: 64, room: roomKept ? head.room : 0)
+        let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
+        let names = (0..<40).map { "span \($0)" }
+        for name in names { tracer.record(name, kind: .internal, parent: nil, start: 1, end: 2) { $0.attribute("k", 1) } }
+        let batch = buffer.take().batch.spans
+        let body = OTLPEncoding.request(batch, head: head)
+        #expect(roomKept == (body.capacity == batch.capacity), "made in place with the room, else a new buffer")
+        let request = ProtobufReader.fields(Array(body.readableBytesView)[...])
+        try #require(request.count == 1 && request[0].number == 1)
+        let resourceSpans = ProtobufReader.fields(try #require(request[0].bytes))
+        #expect(resourceSpans.map(\.number) == [1, 2])
+        let resource = ProtobufReader.fields(try #require(resourceSpans[0].bytes))
+        #expect(resource.count == 1 && resource[0].number == 1, "one attribute")
+        let scopeSpans = ProtobufReader.fields(try #require(resourceSpans[1].bytes))
+        let scope = ProtobufReader.fields(try #require(scopeSpans.first?.bytes))
+        #expect(scope.compactMap { $0.bytes.map { String(decoding: $0, as: UTF8.self) } } == ["attache", "1.0"])
+        let spans = scopeSpans.dropFirst().compactMap { $0.number == 2 ? $0.bytes.map(WrittenSpan.init) : nil }
+        #expect(spans.map(\.name) == names)
+        #expect(spans.allSatisfy { $0.attributes == [SpanField("k", .int(1))] })
+    }
+
+    @Test func theConsoleReadsALinePerSpan() {
+        let buffer = SpanBuffer(capacity: 8, batch: 8)
+        let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
+        let payload = tracer.record("payload", kind: .internal, parent: nil, start: 0, end: 2_000_000) {
+            $0.attribute("attache.outcome", "enriched")
+            $0.attribute(named: "door", "relay")
+            $0.attribute("n", 2)
+        }
+        tracer.record("download", kind: .internal, parent: payload, start: 0, end: 1_000_000)
+        var caller = ServiceContext.topLevel
+        caller.traceContext = payload
+        let span = tracer.startSpan("request", context: caller, ofKind: .server, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
+        span.attributes["ok"] = true
+        span.attributes["ratio"] = 0.5
+        span.attributes["sizes"] = [1, 2]
+        span.end()
+        let lines = ConsoleSpan.lines(buffer.take().batch.bytes).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 4 && lines[3].isEmpty)
+        #expect(lines[0] == "span payload trace=\(payload.traceID) span=\(payload.spanIDText) duration_ms=2.0 attache.outcome=enriched door=relay n=2")
+        #expect(lines[1].hasPrefix("span download trace=\(payload.traceID) ") && lines[1].contains(" parent=\(payload.spanIDText) duration_ms=1.0"))
+        #expect(lines[2].hasPrefix("span request trace=\(payload.traceID) ") && lines[2].hasSuffix(" ok=true ratio=0.5 sizes=[1,2]"))
     }
 
     @Test func aRatioSamplesByTheTraceID() {
@@ -208,6 +278,49 @@ import Tracing
         }
         #expect(fast.bytes == nested.bytes)
     }
+}
+
+/// A span read back from the bytes `SpanBuffer` holds (each a `ScopeSpans.spans` field): the
+/// fields these tests check, with string, integer and boolean attributes.
+private struct WrittenSpan {
+    var trace = "", spanID: UInt64 = 0, parentSpanID: UInt64?, parentIsRemote: Bool?
+    var name = "", start: UInt64 = 0, end: UInt64 = 0
+    var attributes: [SpanField] = []
+    var status: String?
+
+    static func all(_ batch: SpanBuffer.Batch) -> [WrittenSpan] {
+        ProtobufReader.fields(batch.bytes[...]).compactMap { $0.number == 2 ? $0.bytes.map(WrittenSpan.init) : nil }
+    }
+
+    init(_ bytes: ArraySlice<UInt8>) {
+        for field in ProtobufReader.fields(bytes) {
+            switch (field.number, field.bytes) {
+            case (1, let id?): trace = TraceContext.hex(Self.number(id.prefix(8))) + TraceContext.hex(Self.number(id.suffix(8)))
+            case (2, let id?): spanID = Self.number(id)
+            case (4, let id?): parentSpanID = Self.number(id)
+            case (5, let text?): name = String(decoding: text, as: UTF8.self)
+            case (7, nil): start = field.value
+            case (8, nil): end = field.value
+            case (9, let pair?):
+                let parts = ProtobufReader.fields(pair)
+                let key = parts.first { $0.number == 1 }?.bytes.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                guard let any = parts.first(where: { $0.number == 2 })?.bytes, let value = ProtobufReader.fields(any).first else { continue }
+                switch value.number {
+                case 1: attributes.append(SpanField(key, .string(String(decoding: value.bytes ?? [], as: UTF8.self))))
+                case 2: attributes.append(SpanField(key, .bool(value.value != 0)))
+                case 3: attributes.append(SpanField(key, .int(Int64(bitPattern: value.value))))
+                default: continue
+                }
+            case (15, let st?):
+                status = ProtobufReader.fields(st).first { $0.number == 2 }?.bytes.map { String(decoding: $0, as: UTF8.self) }
+            case (16, nil): parentIsRemote = field.value & 0x200 != 0
+            default: continue
+            }
+        }
+    }
+
+    /// Bytes, most significant first.
+    static func number(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
 }
 
 private struct DictionaryInjector: Injector {
