@@ -4,8 +4,9 @@
 # h2load sends N requests (8 connections, 32 streams each, after 2,000 unmeasured), for nghttpx
 # (nghttp2's C HTTP/2 proxy, one process) and `attache relay` in front of the same nghttpd upstream
 # over TLS as in the relay benchmark: a passthrough (no mutable-content) through both, and the
-# relay's enrichment with the media already cached. Per measure: instructions per request, and
-# the relay's against nghttpx's. Then where the relay's passthrough instructions go: the share of
+# relay's enrichment with the media already cached, without traces and with every span sampled
+# and exported (to a local OTLP/HTTP sink). Per measure: instructions per request, and the relay's
+# against nghttpx's (traces on: against traces off). Then where the relay's passthrough instructions go: the share of
 # the functions that run most (their own instructions, callers not included). A ratio here is the
 # work per request; the relay benchmark's rates also depend on how that work spreads over threads.
 #   usage: Benchmarks/relay-instructions.sh [ATTACHE_BINARY]   (N=10000 requests; QUICK=1: 3000)
@@ -61,11 +62,17 @@ nghttpx_=(nghttpx --single-process "--frontend=127.0.0.1,\$listen;no-tls" "--bac
 anchor=$(count nghttpx plain.json -- "${nghttpx_[@]}")
 passthrough=$(count relay plain.json -- "${relay[@]}")
 cached=$(count cached media.json -- "${relay[@]}")
+sink=$(free_port)
+nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$work/sink.log" 2>&1 &
+pids+=($!)
+traced=$(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on count traced media.json -- "${relay[@]}")
 
 echo "instructions per request (callgrind, $requests requests, h2load -c 8 -m 32, upstream nghttpd over TLS)"
 printf '%-40s %9d\n' "nghttpx, passthrough" "$anchor"
 printf '%-40s %9d  %5.2fx nghttpx\n' "attache relay, passthrough" "$passthrough" "$(echo "$passthrough / $anchor" | bc -l)"
 printf '%-40s %9d  %5.2fx nghttpx passthrough\n' "attache relay, enriched (cached)" "$cached" "$(echo "$cached / $anchor" | bc -l)"
+printf '%-40s %9d  %5.2fx traces off (%+d)\n' "attache relay, enriched, traces on" "$traced" "$(echo "$traced / $cached" | bc -l)" \
+  "$((traced - cached))"
 echo
 echo "where the relay's passthrough instructions go (a function's own, the largest):"
 # The relay's dump of the counted requests (its exit's, with counting off, holds none). The

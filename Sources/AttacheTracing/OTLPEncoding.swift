@@ -30,9 +30,10 @@ enum OTLPEncoding {
         }
     }
 
-    /// A request of the spans `SpanBuffer` wrote (each a `ScopeSpans.spans` field): its front is
-    /// written into the room before them, or, where there is none, copied with them.
-    static func request(_ spans: ByteBuffer, head: Head) -> ByteBuffer {
+    /// The spans `SpanBuffer` wrote (each a `ScopeSpans.spans` field) made a request: its front
+    /// is written into the room kept before them, or, where there is none, the spans are copied
+    /// behind it. In place, since a buffer another holds too would be copied whole to be written.
+    static func request(_ spans: inout ByteBuffer, head: Head) {
         let scopeSpans = head.scope.count + spans.readableBytes
         let resourceSpans = head.resource.count + ProtobufWriter.headerSize(2, length: scopeSpans) + scopeSpans
         var front = ProtobufWriter(capacity: head.room)
@@ -40,17 +41,16 @@ enum OTLPEncoding {
         head.resource.withUnsafeBytes { front.raw($0) }
         front.header(2, length: scopeSpans)  // ResourceSpans.scope_spans
         head.scope.withUnsafeBytes { front.raw($0) }
-        var request = spans
-        if front.count <= request.readerIndex {
-            request.moveReaderIndex(to: request.readerIndex - front.count)
-            front.withBytes { _ = request.setBytes($0, at: request.readerIndex) }
-        } else {
-            request = ByteBuffer()
+        guard front.count <= spans.readerIndex else {
+            var request = ByteBuffer()
             request.reserveCapacity(front.count + spans.readableBytes)
             front.withBytes { _ = request.writeBytes($0) }
             request.writeImmutableBuffer(spans)
+            spans = request
+            return
         }
-        return request
+        spans.moveReaderIndex(to: spans.readerIndex - front.count)
+        front.withBytes { _ = spans.setBytes($0, at: spans.readerIndex) }
     }
 
     /// A span as a `ScopeSpans.spans` field: its ids, name, kind and times, then what `body`

@@ -24,6 +24,12 @@ final class SpanBuffer: Sendable {
         var batches: [Batch] = []
         var queued = 0
         var dropped = 0
+        /// The bytes the last full or taken batch held: what the next one reserves, since a
+        /// buffer that grows copies what it holds.
+        var lastSize = 0
+        /// An exported batch's storage, for the next batch: fresh storage this large is mapped
+        /// anew, and each of its pages faulted in and zeroed by the kernel again.
+        var spare: ByteBuffer?
     }
 
     private let state = Mutex(State())
@@ -60,9 +66,8 @@ final class SpanBuffer: Sendable {
                 return false
             }
             if state.batches.last.map({ $0.count == batch }) ?? true {
-                // A buffer grows by reallocating, which for a large one moves no bytes.
-                var fresh = Batch(spans: ByteBuffer())
-                fresh.spans.reserveCapacity(room + span.count * min(batch, 256))
+                var fresh = Batch(spans: state.spare.take() ?? ByteBuffer())
+                fresh.spans.clear(minimumCapacity: max(state.lastSize + state.lastSize / 8, room + span.count * min(batch, 64)))
                 fresh.spans.moveWriterIndex(forwardBy: room)
                 fresh.spans.moveReaderIndex(forwardBy: room)
                 state.batches.append(fresh)
@@ -71,7 +76,9 @@ final class SpanBuffer: Sendable {
             let last = state.batches.count - 1
             state.batches[last].spans.writeBytes(span)
             state.batches[last].count += 1
-            return state.batches[last].count == batch
+            guard state.batches[last].count == batch else { return false }
+            state.lastSize = state.batches[last].spans.writerIndex
+            return true
         }
         if full { signal.yield() }
     }
@@ -84,7 +91,15 @@ final class SpanBuffer: Sendable {
             guard !state.batches.isEmpty else { return (Batch(), state.dropped) }
             let oldest = state.batches.removeFirst()
             state.queued -= oldest.count
+            state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
             return (oldest, state.dropped)
+        }
+    }
+
+    /// A batch's storage once it is sent (kept when no other holds it).
+    func recycle(_ storage: ByteBuffer) {
+        state.withLock { state in
+            if state.spare == nil { state.spare = storage }
         }
     }
 
@@ -129,18 +144,19 @@ public struct SpanExporter: Service {
 
     private func exportAll(_ client: Result<OTLPHTTPClient, any Error>?) async {
         while true {
-            let (batch, dropped) = buffer.take()
+            var (batch, dropped) = buffer.take()
             if dropped > 0 {
                 logger.warning("spans dropped: the export queue was full", metadata: ["attache.spans_dropped": "\(dropped)"])
             }
             guard batch.count > 0 else { return }
+            defer { buffer.recycle(batch.spans) }
             guard let client else {
                 print(ConsoleSpan.lines(batch.bytes), terminator: "")
                 continue
             }
-            let body = OTLPEncoding.request(batch.spans, head: head)
+            OTLPEncoding.request(&batch.spans, head: head)
             do {
-                let status = try await client.get().post(body)
+                let status = try await client.get().post(batch.spans)
                 if !(200..<300).contains(status) {
                     logger.warning("the trace collector refused a batch", metadata: ["attache.status": "\(status)", "attache.spans": "\(batch.count)"])
                 }

@@ -123,9 +123,10 @@ import Tracing
         let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
         let names = (0..<40).map { "span \($0)" }
         for name in names { tracer.record(name, kind: .internal, parent: nil, start: 1, end: 2) { $0.attribute("k", 1) } }
-        let batch = buffer.take().batch.spans
-        let body = OTLPEncoding.request(batch, head: head)
-        #expect(roomKept == (body.capacity == batch.capacity), "made in place with the room, else a new buffer")
+        var body = buffer.take().batch.spans
+        let storage = body.withVeryUnsafeBytes { $0.baseAddress }
+        OTLPEncoding.request(&body, head: head)
+        #expect(roomKept == (body.withVeryUnsafeBytes { $0.baseAddress } == storage), "made in place with the room, else copied")
         let request = ProtobufReader.fields(Array(body.readableBytesView)[...])
         try #require(request.count == 1 && request[0].number == 1)
         let resourceSpans = ProtobufReader.fields(try #require(request[0].bytes))

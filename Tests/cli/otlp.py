@@ -31,25 +31,6 @@ def value(v):
     return getattr(v, kind) if kind else None
 
 
-def fields(data):
-    """The (number, wire type, value) of a protobuf message's fields; a length-delimited value is
-    its bytes, any other its integer (fixed-width ones skipped by size)."""
-    i = 0
-    while i < len(data):
-        key, i = varint(data, i)
-        number, kind = key >> 3, key & 7
-        if kind == 0:
-            value, i = varint(data, i)
-        elif kind == 2:
-            size, i = varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif kind in (1, 5):
-            value, i = None, i + (8 if kind == 1 else 4)
-        else:
-            raise ValueError(f"wire type {kind}")
-        yield number, kind, value
-
-
 def varint(data, i):
     value = shift = 0
     while True:
@@ -62,10 +43,29 @@ def varint(data, i):
 
 
 def count_spans(body):
-    """Spans in an ExportTraceServiceRequest: resource_spans (1) > scope_spans (2) > spans (2)."""
-    return sum(1 for n, k, rs in fields(body) if n == 1 and k == 2
-               for m, j, ss in fields(rs) if m == 2 and j == 2
-               for o, l, _ in fields(ss) if o == 2 and l == 2)
+    """Spans in an ExportTraceServiceRequest: resource_spans (1) > scope_spans (2) > spans (2),
+    walked in place: each span's bytes are skipped, not copied, so that the sink takes as little
+    as it can of the cores it shares with the exporter it measures."""
+    data = memoryview(body)
+    return sum(1 for rs in nested(data, 0, len(data), 1) for ss in nested(data, *rs, 2) for _ in nested(data, *ss, 2))
+
+
+def nested(data, i, end, number):
+    """The (start, end) of each length-delimited field `number` of the message at data[i:end]."""
+    while i < end:
+        key, i = varint(data, i)
+        kind = key & 7
+        if kind == 0:
+            _, i = varint(data, i)
+        elif kind == 2:
+            size, i = varint(data, i)
+            if key >> 3 == number:
+                yield i, i + size
+            i += size
+        elif kind in (1, 5):
+            i += 8 if kind == 1 else 4
+        else:
+            raise ValueError(f"wire type {kind}")
 
 
 def serve(port, path=None, cert=None, key=None):
