@@ -6,9 +6,10 @@
 # over TLS as in the relay benchmark: a passthrough (no mutable-content) through both, and the
 # relay's enrichment with the media already cached, without traces and with every span sampled
 # and exported (to a local OTLP/HTTP sink). Per measure: instructions per request, and the relay's
-# against nghttpx's (traces on: against traces off). Then where the relay's passthrough instructions go: the share of
-# the functions that run most (their own instructions, callers not included). A ratio here is the
-# work per request; the relay benchmark's rates also depend on how that work spreads over threads.
+# against nghttpx's (traces on: against traces off). Then where the relay's passthrough
+# instructions go: the share of the functions that run most (their own instructions, callers not
+# included). A ratio here is the work per request; the relay benchmark's rates also depend on how
+# that work spreads over threads.
 #   usage: Benchmarks/relay-instructions.sh [ATTACHE_BINARY]   (N=10000 requests; QUICK=1: 3000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
