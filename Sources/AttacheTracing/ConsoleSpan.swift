@@ -46,9 +46,11 @@ enum ConsoleSpan {
         }
     }
 
+    /// A trace id (16 bytes) or span id (8) as `TraceContext` writes them.
     private static func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
+        stride(from: bytes.startIndex, to: bytes.endIndex, by: 8).map { at in
+            TraceContext.hex(bytes[at..<min(at + 8, bytes.endIndex)].reduce(0) { $0 << 8 | UInt64($1) })
+        }.joined()
     }
 }
 

@@ -83,7 +83,7 @@ enum OTLPEncoding {
     static func write(_ record: SpanRecord, into writer: inout ProtobufWriter) {
         span(record.name, kind: record.kind, trace: record.trace, parentSpanID: record.parentSpanID, parentIsRemote: record.parentIsRemote,
              start: record.start, end: record.end, status: record.status, into: &writer) { s in
-            record.attributes.withUnsafeBufferPointer { fields in for i in fields.indices { s.keyValue(9, fields.baseAddress! + i) } }
+            for field in record.attributes { s.keyValue(9, field) }
             for event in record.events {
                 s.message(11) { e in
                     e.fixed64(1, event.time)
@@ -118,17 +118,9 @@ extension ProtobufWriter {
     /// length known before it is written, so the attribute is written at once, no room kept for
     /// a length; an array is written as nested messages.
     mutating func keyValue(_ field: Int, _ attribute: SpanField) {
-        withUnsafePointer(to: attribute) { keyValue(field, $0) }
-    }
-
-    /// `keyValue`, reading the attribute where it is: one passed by value is copied out of its
-    /// array first (a writer's method could change the array, as far as the compiler knows).
-    mutating func keyValue(_ field: Int, _ attribute: UnsafePointer<SpanField>) {
-        var key = attribute.pointee.key
-        let value = attribute.pointee.value
+        var key = attribute.key
         key.withUTF8 { key in
-            // One switch: each one the value is matched on copies it out.
-            switch value {
+            switch attribute.value {
             case .string(let s): pair(field, key, s)
             case .int(let i): pair(field, key, i)
             case .bool(let b):
@@ -140,8 +132,8 @@ extension ProtobufWriter {
                 }
             case .array:
                 message(field) { kv in
-                    kv.raw(UnsafeRawBufferPointer(key), field: 1)
-                    kv.message(2) { $0.anyValue(value) }
+                    kv.string(1, attribute.key)
+                    kv.message(2) { $0.anyValue(attribute.value) }
                 }
             }
         }
@@ -230,12 +222,6 @@ public struct ProtobufWriter: ~Copyable {
 
     func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(UnsafeRawBufferPointer(start: base, count: count))
-    }
-
-    /// Bytes as a length-delimited field.
-    mutating func raw(_ bytes: UnsafeRawBufferPointer, field: Int) {
-        header(field, length: bytes.count)
-        raw(bytes)
     }
 
     /// Bytes written elsewhere, as they are.
