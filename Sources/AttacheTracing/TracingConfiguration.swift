@@ -15,9 +15,10 @@ import ServiceContextModule
 /// - `OTEL_TRACES_SAMPLER` (`parentbased_always_on`; also `always_on`, `always_off`,
 ///   `traceidratio`, `parentbased_always_off`, `parentbased_traceidratio`) and
 ///   `OTEL_TRACES_SAMPLER_ARG` (the ratio, 1.0);
-/// - `OTEL_BSP_SCHEDULE_DELAY` (ms, 5000), `OTEL_BSP_MAX_QUEUE_SIZE` and
-///   `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (8192 each: a relay enriching ten thousand payloads a
-///   second, two spans each, fills the specification's 2,048 in a tenth of a second).
+/// - `OTEL_BSP_SCHEDULE_DELAY` (ms, 5000), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (8192: a relay
+///   enriching ten thousand payloads a second, two spans each, fills the specification's 512 in
+///   a fortieth of a second) and `OTEL_BSP_MAX_QUEUE_SIZE` (16384, two batches: spans go on
+///   being kept while a batch is on its way to a collector that answers slowly).
 public struct TracingConfiguration: Sendable {
     /// Where spans go.
     public struct Destination: Sendable {
@@ -116,7 +117,7 @@ public struct TracingConfiguration: Sendable {
         timeout = try milliseconds(value("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") != nil ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
                                    : "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)
         scheduleDelay = try milliseconds("OTEL_BSP_SCHEDULE_DELAY", 5_000)
-        maxQueueSize = try count("OTEL_BSP_MAX_QUEUE_SIZE", 8_192)
+        maxQueueSize = try count("OTEL_BSP_MAX_QUEUE_SIZE", 16_384)
         maxExportBatchSize = try count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 8_192)
     }
 
