@@ -583,10 +583,12 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
         return try await services.pool.run { _ in bytes.array }
     }
 
-    /// The configured renditions, with this media's clipping rect.
+    /// The configured renditions, with this media's clipping rect, converting to within the
+    /// scope's caps.
     private func renderOptions(_ media: MediaRequest) -> RenderOptions {
         var options = services.configuration.render
         options.clip = media.options.clippingRect
+        options.transcode = options.transcode?.within(limits)
         if androidCopy { options.androidSize = RenderOptions.androidEdge }
         return options
     }

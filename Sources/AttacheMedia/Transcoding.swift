@@ -27,6 +27,16 @@ public struct TranscodeSettings: Sendable, Hashable {
         self.preset = preset
     }
 
+    /// These settings with targets no larger than `limits`' caps: what is made for the device is
+    /// held to the caps its media is (a tenant's may be below Apple's), so a movie over them that
+    /// the device would play as it is gets converted too.
+    public func within(_ limits: MediaLimits) -> TranscodeSettings {
+        var capped = self
+        capped.movieBytes = min(movieBytes, limits.videoBytes)
+        capped.soundBytes = min(soundBytes, limits.audioBytes)
+        return capped
+    }
+
     /// Presets x264 knows, fastest first.
     public static let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
 }

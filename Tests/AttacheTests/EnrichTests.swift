@@ -671,3 +671,32 @@ struct RecordingHandler: LogHandler {
         #expect(e.services.cache?.statistics.warmed == 0)
     }
 }
+
+/// A scope's caps hold for the copies made for the device as for the media fetched: conversion
+/// (on by default) makes a movie over its scope's cap smaller, where it used to leave a movie the
+/// device plays as it came, whatever the cap.
+@Suite(.onTestThreads) struct ScopeCapTests {
+    @Test(arguments: [Isolation.inProcess, .process])
+    func aPlayableMovieOverItsScopesCapIsConvertedWithinIt(_ isolation: Isolation) async throws {
+        let (h, e) = try Harness.started {
+            $0.isolation = isolation
+            $0.decoders.helpers = 1
+        }
+        defer { h.stop(e) }
+        let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"com.urbanairship.media_attachment":{"url":"ORIGIN/clip.mp4"}}"#)
+        // clip.mp4 (79,053 bytes, H.264 and AAC) goes as it came under Apple's caps...
+        let unscoped = try #require(try json(await e.enrich(input).bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        #expect(unscoped["bytes"]?.doubleValue == 79_053 && unscoped["converted-from"] == nil)
+        // ...and is made smaller for a tenant whose movies are capped below that.
+        let cap = 60_000
+        let scope = EnrichmentScope(name: "acme", limits: MediaLimits(videoBytes: cap), cacheNamespace: "acme")
+        let emission = try await e.enrich(input, scope: scope)
+        #expect(emission.outcome == .enriched)
+        let entry = try #require(try json(emission.bytes)["attachments"]?.arrayValue?.first?.objectValue)
+        let bytes = try #require(entry["bytes"]?.doubleValue)
+        #expect(bytes <= Double(cap))
+        #expect(entry["type"]?.stringValue == "public.mpeg-4" && entry["converted-from"]?.stringValue == "mp4")
+        let url = try #require(entry["url"]?.stringValue)
+        #expect(try readFile(String(url.dropFirst("file://".count))).count == Int(bytes))
+    }
+}
