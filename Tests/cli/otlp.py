@@ -17,6 +17,8 @@ otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
     or, through the service, Hummingbird's server span, itself the caller's child), with its
     outcome; under it an attache.attachment span with the URL's server and no query, and under
     that the stages, each inside its attachment. Prints what it found; exits non-zero with why not.
+    TRACE_ID and PARENT_SPAN_ID `-`: a caller that sent no context (a client library as written
+    for Apple); the door's one attache.enrich span without a parent starts its own trace.
 """
 import gzip
 import json
@@ -137,6 +139,10 @@ STAGES = {"dns", "connect", "tls", "first_byte", "download", "inspect", "render"
 
 def tree(path, trace, parent, door):
     spans = [json.loads(line) for line in open(path)]
+    if trace == "-":
+        roots = [s for s in spans if s["name"] == "attache.enrich" and s["attributes"].get("attache.door") == door and not s["parent"]]
+        assert len(roots) == 1, f"expected one attache.enrich span of the {door} starting a trace, found {len(roots)}"
+        trace, parent = roots[0]["trace"], ""
     mine = [s for s in spans if s["trace"] == trace]
     assert mine, f"no span in trace {trace} ({len(spans)} spans in all)"
     by_id = {s["span"]: s for s in mine}

@@ -4,7 +4,9 @@
 # service, the relay and the worker, each with the caller's `traceparent` (an HTTP header, or the
 # JetStream message's header), exports the span tree under the caller's span — the payload, its
 # attachment (URL without its query), the stages — with the standard OTEL_* variables only. The
-# worker's output message carries the publisher's context on; the logs carry the trace id; spans
+# worker's output message carries the publisher's context on; aioapns, as written for Apple, gets
+# its notification sent through a traced TLS relay, whose tree starts a trace of its own; the logs
+# carry the trace id; spans
 # reach a collector restarted between batches, and one over https; and with no OTEL_* variable,
 # nothing is exported.
 set -uo pipefail
@@ -99,6 +101,20 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge -H "tracep
 tree relay "$tp"
 check "the relay (answered $code): the payload's span tree under the client's ($(cat "$tmp/tree-relay.out"))" "[ $code = 200 ] && grep -q '^relay:' $tmp/tree-relay.out"
 check "… and the traceparent went on upstream as it came" "grep -q '$tp' $tmp/upstream.jsonl"
+# aioapns, a real APNs client as its users configure it for Apple (TLS, its provider token, no
+# trace context of its own), through a traced relay: sent, and the payload's tree starts a trace.
+tlsrport=$(free_port)
+"${otel[@]}" "$bin" relay --port "$tlsrport" --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" \
+  --apns-upstream "http://127.0.0.1:$uport" --allow-address 127.0.0.1/32 --media-dir "$tmp/relay-media" > "$tmp/relay-tls.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$tmp/relay-tls.log" 2>/dev/null && break; sleep 0.05; done
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/AuthKey.p8" 2> /dev/null
+sent=$("$python" Tests/cli/providers.py send "$tlsrport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "${payload/token=secret/token=secret&v=aioapns}" 2>&1 | tail -1)
+for _ in $(seq 200); do grep -q '"parent": "".*"attache.door": "relay"' "$tmp/spans.jsonl" && break; sleep 0.1; done
+sleep 0.3
+"$python" Tests/cli/otlp.py tree "$tmp/spans.jsonl" - - relay > "$tmp/tree-aioapns.out" 2>&1
+check "aioapns through the traced TLS relay: $sent, and the payload's span tree starts a trace ($(cat "$tmp/tree-aioapns.out"))" \
+  "[ '$sent' = 'sent 200' ] && grep -q '^relay:' $tmp/tree-aioapns.out"
 
 # The worker, the publisher's context in the message's headers.
 start_nats "$tmp" || { echo "FAIL: no nats-server"; exit 1; }
