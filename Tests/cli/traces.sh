@@ -6,9 +6,8 @@
 # attachment (URL without its query), the stages — with the standard OTEL_* variables only. The
 # worker's output message carries the publisher's context on; aioapns, as written for Apple, gets
 # its notification sent through a traced TLS relay, whose tree starts a trace of its own; the logs
-# carry the trace id; spans
-# reach a collector restarted between batches, and one over https; and with no OTEL_* variable,
-# nothing is exported.
+# carry the trace id; spans reach a collector restarted between batches, and one over https; and
+# with no OTEL_* variable, nothing is exported.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/nats.sh"
