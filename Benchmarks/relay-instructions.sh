@@ -6,10 +6,12 @@
 # over TLS as in the relay benchmark: a passthrough (no mutable-content) through both, and the
 # relay's enrichment with the media already cached, without traces and with every span sampled
 # and exported (to a local OTLP/HTTP sink). Per measure: instructions per request, and the relay's
-# against nghttpx's (traces on: against traces off). Then where the relay's passthrough
-# instructions go: the share of the functions that run most (their own instructions, callers not
-# included). A ratio here is the work per request; the relay benchmark's rates also depend on how
-# that work spreads over threads.
+# against nghttpx's (traces on: against traces off). Then where the relay's instructions go, by
+# library, for a passthrough and a cached enrichment (Benchmarks/tools/callgrind_libraries.py: a
+# function is its Swift module's, the runtime's retains and releases its callers'), and the
+# functions of a passthrough that run most (their own instructions, callers not included). A ratio
+# here is the work per request; the relay benchmark's rates also depend on how that work spreads
+# over threads.
 #   usage: Benchmarks/relay-instructions.sh [ATTACHE_BINARY]   (N=10000 requests; QUICK=1: 3000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +76,12 @@ printf '%-40s %9d  %5.2fx nghttpx\n' "attache relay, passthrough" "$passthrough"
 printf '%-40s %9d  %5.2fx nghttpx passthrough\n' "attache relay, enriched (cached)" "$cached" "$(echo "$cached / $anchor" | bc -l)"
 printf '%-40s %9d  %5.2fx traces off (%+d)\n' "attache relay, enriched, traces on" "$traced" "$(echo "$traced / $cached" | bc -l)" \
   "$((traced - cached))"
+echo
+echo "where the relay's instructions go, by library (per request, the runtime's charged to its callers):"
+echo "passthrough:"
+python3 Benchmarks/tools/callgrind_libraries.py "$work/relay.callgrind.1" "$requests"
+echo "enriched (cached):"
+python3 Benchmarks/tools/callgrind_libraries.py "$work/cached.callgrind.1" "$requests"
 echo
 echo "where the relay's passthrough instructions go (a function's own, the largest):"
 # The relay's dump of the counted requests (its exit's, with counting off, holds none). The
