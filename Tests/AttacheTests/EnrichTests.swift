@@ -673,8 +673,8 @@ struct RecordingHandler: LogHandler {
 }
 
 /// A scope's caps hold for the copies made for the device as for the media fetched: conversion
-/// (on by default) makes a movie over its scope's cap smaller, where it used to leave a movie the
-/// device plays as it came, whatever the cap.
+/// (on by default) makes a movie over its scope's cap smaller, even one the device would play as
+/// it came.
 @Suite(.onTestThreads) struct ScopeCapTests {
     @Test(arguments: [Isolation.inProcess, .process])
     func aPlayableMovieOverItsScopesCapIsConvertedWithinIt(_ isolation: Isolation) async throws {
