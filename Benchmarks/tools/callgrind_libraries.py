@@ -78,7 +78,7 @@ def library(function):
     return None
 
 
-PARTS = (("NIOHPACK", "HPACK"), ("HPACK", "HPACK"), ("Huffman", "HPACK"), ("StreamChannel", "child channels"), ("Multiplexer", "child channels"),
+PARTS = (("HPACK", "HPACK"), ("Huffman", "HPACK"), ("StreamChannel", "child channels"), ("Multiplexer", "child channels"),
          ("FrameDecoder", "frame decoding"), ("FrameParser", "frame decoding"), ("FrameEncoder", "frame encoding"),
          ("StateMachine", "connection and stream states"), ("StreamState", "connection and stream states"),
          ("FlowControl", "flow control"), ("WindowManager", "flow control"), ("OutboundBuffer", "outbound buffers"),

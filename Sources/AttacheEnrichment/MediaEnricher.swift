@@ -584,7 +584,8 @@ public final class MediaEnricher: AsyncNotificationServiceExtension {
     }
 
     /// The configured renditions, with this media's clipping rect, converting to within the
-    /// scope's caps.
+    /// scope's caps: the one place a scope's limits meet the render options, for the movie and the
+    /// animation pipelines alike and for the poster-first decision below.
     private func renderOptions(_ media: MediaRequest) -> RenderOptions {
         var options = services.configuration.render
         options.clip = media.options.clippingRect

@@ -139,8 +139,7 @@ public struct VideoPipeline: Sendable {
         } else {
             edge = options.thumbnailSize
         }
-        let transcode = options.transcode?.within(limits)
-        let result = try examine(bytes, format: format, poster: (time, edge), transcode: transcode, abort: abort)
+        let result = try examine(bytes, format: format, poster: (time, edge), transcode: options.transcode, abort: abort)
         var rendition = MovieRendition(facts: result.facts, thumbnail: nil, thumbnailTime: nil)
         if let frame = result.poster {
             let orientation = [90: 6, 180: 3, 270: 8][result.facts.rotation] ?? 1
@@ -150,7 +149,7 @@ public struct VideoPipeline: Sendable {
             )
             rendition.thumbnailTime = result.shownAt
         }
-        if let settings = transcode, options.convertsNow {
+        if let settings = options.transcode, options.convertsNow {
             rendition.converted = try convert(bytes, format: result.facts.format, facts: result.facts, settings: settings, abort: abort)
         }
         return rendition
