@@ -303,11 +303,11 @@ struct RelayController: Sendable {
         }
         fields.append(HeaderField(name: "via", value: "2 " + hop))
         let (metrics, logger) = (metrics, logger)
-        let forwarded = forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
-                                          on: request.loop)
-        // One promise for either ending, rather than a future for each (map, then recover).
-        let relayed = forwarded.eventLoop.makePromise(of: RelayAnswer.self)
-        forwarded.whenComplete { result in
+        // The one future of a forwarded request: the layers below hand the answer back by a call.
+        let relayed = (request.loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any())
+            .makePromise(of: RelayAnswer.self)
+        forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
+                          on: relayed.futureResult.eventLoop) { result in
             switch result {
             case .success(let answer):
                 metrics.relayed(status: answer.status)

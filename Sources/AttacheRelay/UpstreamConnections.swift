@@ -127,29 +127,41 @@ final class UpstreamConnections: Sendable {
     }
 
     /// Sends one request and returns the upstream's answer, on `loop` (the caller's, or any when
-    /// it has none). A request the upstream certainly did not act on is sent again, on another
-    /// connection, up to twice.
+    /// it has none): what an exchange that is not on the forwarding path awaits.
     func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil) -> EventLoopFuture<Forwarder.Answer> {
         let loop = loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next()
         let answer = loop.makePromise(of: Forwarder.Answer.self)
-        send(exchange, deadline: deadline, on: loop, attempt: 0, answer: answer)
+        send(exchange, deadline: deadline, on: loop, reply: answer.completeWith)
         return answer.futureResult
+    }
+
+    /// Sends one request; `reply` gets the upstream's answer. A request the upstream certainly
+    /// did not act on is sent again, on another connection, up to twice. The connection is one
+    /// of `loop`'s (the caller's, or any when it has none).
+    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil, reply: @escaping Forwarder.Reply) {
+        send(exchange, deadline: deadline, on: loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next(), attempt: 0, reply: reply)
     }
 
     /// One attempt: on a connection ready now with no future in between (a passthrough's usual
     /// case), or once one opens.
-    private func send(_ exchange: Exchange, deadline: NIODeadline, on loop: any EventLoop, attempt: Int,
-                      answer: EventLoopPromise<Forwarder.Answer>) {
-        let sent = switch nextConnection(for: loop) {
-        case .ready(let connection): connection.send(exchange, origin: origin, deadline: deadline)
-        case .wait(let connecting): connecting.flatMap { $0.send(exchange, origin: self.origin, deadline: deadline) }
-        }
-        sent.whenComplete { result in
+    private func send(_ exchange: Exchange, deadline: NIODeadline, on loop: any EventLoop, attempt: Int, reply: @escaping Forwarder.Reply) {
+        let retrying: Forwarder.Reply = { result in
             guard case .failure(let error) = result, case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
-                answer.completeWith(result)
+                reply(result)
                 return
             }
-            self.send(exchange, deadline: deadline, on: loop, attempt: attempt + 1, answer: answer)
+            self.send(exchange, deadline: deadline, on: loop, attempt: attempt + 1, reply: reply)
+        }
+        switch nextConnection(for: loop) {
+        case .ready(let connection):
+            connection.send(exchange, origin: origin, deadline: deadline, reply: retrying)
+        case .wait(let connecting):
+            connecting.whenComplete { opened in
+                switch opened {
+                case .success(let connection): connection.send(exchange, origin: self.origin, deadline: deadline, reply: retrying)
+                case .failure(let error): retrying(.failure(error))
+                }
+            }
         }
     }
 
@@ -270,9 +282,10 @@ final class Connection: Sendable {
     /// Open, and the upstream has not asked for new streams to go elsewhere.
     var isUsable: Bool { channel.isActive && !load.goingAway }
 
-    func send(_ exchange: UpstreamConnections.Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline) -> EventLoopFuture<Forwarder.Answer> {
+    /// Sends one request on this connection; `reply` is called on its loop.
+    func send(_ exchange: UpstreamConnections.Exchange, origin: UpstreamConnections.Origin, deadline: NIODeadline,
+              reply: @escaping Forwarder.Reply) {
         let loop = channel.eventLoop
-        let answer = loop.makePromise(of: Forwarder.Answer.self)
         var head = HPACKHeaders()
         head.reserveCapacity(exchange.fields.count + 5)
         head.add(name: ":method", value: "POST")
@@ -282,9 +295,8 @@ final class Connection: Sendable {
         for field in exchange.fields { head.add(name: field.name, value: field.value) }
         head.add(name: "content-length", value: String(exchange.body.readableBytes))
         let (exchanges, body) = (exchanges, exchange.body)
-        let send: @Sendable () -> Void = { [head] in exchanges.value.send(head: head, body: body, answer: answer, deadline: deadline) }
+        let send: @Sendable () -> Void = { [head] in exchanges.value.send(head: head, body: body, reply: reply, deadline: deadline) }
         if loop.inEventLoop { send() } else { loop.execute(send) }
-        return answer.futureResult
     }
 }
 
@@ -321,7 +333,7 @@ final class Exchanges: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private struct Pending {
-        let answer: EventLoopPromise<Forwarder.Answer>
+        let reply: Forwarder.Reply
         var status: Int?
         var fields: [HeaderField] = []
         var body = ByteBuffer()
@@ -365,15 +377,15 @@ final class Exchanges: ChannelInboundHandler {
     }
 
     /// Sends a request on a new stream (on the connection's loop).
-    func send(head: HPACKHeaders, body: ByteBuffer, answer: EventLoopPromise<Forwarder.Answer>, deadline: NIODeadline) {
+    func send(head: HPACKHeaders, body: ByteBuffer, reply: @escaping Forwarder.Reply, deadline: NIODeadline) {
         guard let context, context.channel.isActive, lastStreamID == nil, nextStreamID < Int32.max - 2 else {
             load.closingNow()
-            answer.fail(UpstreamError.unsent("the connection is closing"))
+            reply(.failure(UpstreamError.unsent("the connection is closing")))
             return
         }
         let stream = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
-        pending[stream] = Pending(answer: answer)
+        pending[stream] = Pending(reply: reply)
         let empty = body.readableBytes == 0
         let written = context.eventLoop.makePromise(of: Void.self)
         // A stream NIO cannot open (the connection closing under it) was never sent.
@@ -404,7 +416,7 @@ final class Exchanges: ChannelInboundHandler {
             guard var exchange = pending.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = data.data {
                 guard exchange.body.readableBytes + bytes.readableBytes <= 1 << 20 else {
-                    exchange.answer.fail(UpstreamError.answerTooLarge)
+                    exchange.reply(.failure(UpstreamError.answerTooLarge))
                     context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                     return
                 }
@@ -461,14 +473,14 @@ final class Exchanges: ChannelInboundHandler {
         // timer's next round (10 s of requests otherwise wait there).
         while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
         guard let status = exchange.status else {
-            exchange.answer.fail(UpstreamError.noAnswer("the stream ended without a status"))
+            exchange.reply(.failure(UpstreamError.noAnswer("the stream ended without a status")))
             return
         }
-        exchange.answer.succeed(Forwarder.Answer(status: status, headers: exchange.fields, body: exchange.body))
+        exchange.reply(.success(Forwarder.Answer(status: status, headers: exchange.fields, body: exchange.body)))
     }
 
     private func fail(_ stream: HTTP2StreamID, _ error: UpstreamError) {
-        pending.removeValue(forKey: stream)?.answer.fail(error)
+        pending.removeValue(forKey: stream)?.reply(.failure(error))
     }
 
     private func failAll(_ error: UpstreamError) {
@@ -477,7 +489,7 @@ final class Exchanges: ChannelInboundHandler {
         deadlines.removeAll()
         timer?.cancel()
         timer = nil
-        for exchange in all.values { exchange.answer.fail(error) }
+        for exchange in all.values { exchange.reply(.failure(error)) }
     }
 
     private func armTimer(_ context: ChannelHandlerContext) {
