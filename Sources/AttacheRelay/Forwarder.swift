@@ -56,9 +56,9 @@ public struct Forwarder: Sendable {
 
     /// `fields` are the client's request fields (lower-case names), passed on but for the hop's
     /// own; the upstream sees what the client sent. `loop`: the client's, whose connections to
-    /// the upstream carry it (nil: the caller's loop, or any from a task).
+    /// the upstream carry it.
     func forward(_ provider: Provider, path: String, fields: [HeaderField], body: ByteBuffer,
-                 timeout: Duration, on loop: (any EventLoop)? = nil, reply: @escaping Reply) {
+                 timeout: Duration, on loop: any EventLoop, reply: @escaping Reply) {
         let upstream = provider == .apns ? apns : fcm
         let exchange = UpstreamConnections.Exchange(
             path: upstream.origin.pathPrefix + path,

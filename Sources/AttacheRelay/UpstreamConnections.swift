@@ -135,16 +135,11 @@ final class UpstreamConnections: Sendable {
         return answer.futureResult
     }
 
-    /// Sends one request; `reply` gets the upstream's answer. A request the upstream certainly
-    /// did not act on is sent again, on another connection, up to twice. The connection is one
-    /// of `loop`'s (the caller's, or any when it has none).
-    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: (any EventLoop)? = nil, reply: @escaping Forwarder.Reply) {
-        send(exchange, deadline: deadline, on: loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? group.next(), attempt: 0, reply: reply)
-    }
-
-    /// One attempt: on a connection ready now with no future in between (a passthrough's usual
-    /// case), or once one opens.
-    private func send(_ exchange: Exchange, deadline: NIODeadline, on loop: any EventLoop, attempt: Int, reply: @escaping Forwarder.Reply) {
+    /// Sends one request on a connection of `loop`'s; `reply` gets the upstream's answer. A
+    /// request the upstream certainly did not act on is sent again, on another connection, up to
+    /// twice. Each attempt goes on a connection ready now with no future in between (a
+    /// passthrough's usual case), or once one opens.
+    func send(_ exchange: Exchange, deadline: NIODeadline, on loop: any EventLoop, attempt: Int = 0, reply: @escaping Forwarder.Reply) {
         let retrying: Forwarder.Reply = { result in
             guard case .failure(let error) = result, case UpstreamError.unsent = error, attempt < 2, NIODeadline.now() < deadline else {
                 reply(result)
