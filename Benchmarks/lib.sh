@@ -12,6 +12,14 @@ setting() {
 # A TCP port free on 127.0.0.1 now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
+# ticks PID: the CPU time (user and system, in ticks of 1/100 s) a process and its children (a
+# proxy's workers, a service's decoder helpers) have spent so far.
+ticks() {
+  local total=0 pid
+  for pid in "$1" $(pgrep -P "$1" || true); do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$total"
+}
+
 # start_origin ROOT LOG: `$bin origin` serving ROOT on a free port, once it listens; sets
 # $port and $origin (its pid).
 start_origin() {
@@ -41,4 +49,22 @@ start_apns_upstream() {
   up=$(free_port)
   nghttpd -n 1 -d "$1/up" "$up" "$1/server.key" "$1/server.pem" > "$1/nghttpd.log" 2>&1 &
   upstream=$!
+}
+
+# start_span_sink LOG: Tests/cli/otlp.py's sink (an OTLP/HTTP endpoint that counts spans and keeps
+# nothing) on a free port, niced: it stands for a collector on another host, so it takes the cores
+# the services are measured on only when they leave them idle. Sets $sink (its port) and $sink_pid.
+start_span_sink() {
+  sink=$(free_port)
+  nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$1" 2>&1 &
+  sink_pid=$!
+}
+
+# stop_span_sink LOG: stops the sink, which writes what it received on its way out; sets $spans
+# (the spans it counted).
+stop_span_sink() {
+  kill "$sink_pid"
+  wait "$sink_pid" 2>/dev/null || true
+  spans=$(sed -n 's/^received [0-9]* exports, \([0-9]*\) spans.*/\1/p' "$1")
+  spans=${spans:-0}
 }

@@ -56,12 +56,6 @@ printf '{"aps":{"alert":"plain"},"campaign":42}' > "$work/plain.json"
 printf '{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:%s/photo.jpg"}' "$port" > "$work/media.json"
 headers=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
 
-# CPU ticks (1/100 s) of a process and its children (nghttpx's workers) so far.
-ticks() {
-  local total=0 pid
-  for pid in "$1" $(pgrep -P "$1" || true); do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
-  echo "$total"
-}
 # One measure: h2load for the window, its per-request log, and the CPU the proxy (pid, or - for
 # none) and the upstream spent meanwhile; a line of figures, and the same to $work/NAME.num.
 measure() {  # label url body name proxy-pid [h2load's load options]
@@ -106,12 +100,9 @@ for m in 32 100; do
   measure "through attache relay, passthrough, m$m" "$relay_url" "$work/plain.json" "relay$m" "$relay" -c 8 -m "$m"
   measure "through attache relay, enriched (cached), m$m" "$relay_url" "$work/media.json" "enriched$m" "$relay" -c 8 -m "$m"
 done
-sink=$(free_port) traced_port=$(free_port)
-# Niced: it stands for a collector on another host, so it takes the cores the relays are measured
-# on only when they leave them idle.
-nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$work/sink.log" 2>&1 &
-sink_pid=$!
-pids+=($!)
+traced_port=$(free_port)
+start_span_sink "$work/sink.log"
+pids+=("$sink_pid")
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
   "$bin" relay --port "$traced_port" --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" \
   --allow-address 127.0.0.1/32 --media-dir "$work/media" --public-base-url https://cdn.example.com/m > "$work/traced.log" 2>&1 &
@@ -135,16 +126,14 @@ done
 # relay exports what it still holds.
 kill "$traced"
 wait "$traced" 2>/dev/null || true
-kill "$sink_pid"
-wait "$sink_pid" 2>/dev/null || true
+stop_span_sink "$work/sink.log"
 enriched=$(sed -n 's/^requests: [0-9]* total, \([0-9]*\) started, .*/\1/p' "$work/traced-warm-up.out" "$work"/traced[123].warm "$work"/traced[123].out)
-spans=$(sed -n 's/^received [0-9]* exports, \([0-9]*\) spans.*/\1/p' "$work/sink.log")
 one=(-c 1 -m 1)
 measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 - "${one[@]}"
 measure "one at a time: through nghttpx" "$proxy_url" "$work/plain.json" proxy1 "$nghttpx" "${one[@]}"
 measure "one at a time: through attache relay" "$relay_url" "$work/plain.json" relay1 "$relay" "${one[@]}"
 peak=$(awk '/VmHWM/ { print $2 }' "/proc/$relay/status")
-python3 - "$work" "$peak" "$((1 + $(echo $enriched | tr ' ' '+')))" "${spans:-0}" <<'PY'
+python3 - "$work" "$peak" "$((1 + $(echo $enriched | tr ' ' '+')))" "$spans" <<'PY'
 import sys
 w, peak, enriched, spans = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 read = lambda name: [float(x) for x in open(f"{w}/{name}.num").read().split()]

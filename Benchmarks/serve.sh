@@ -4,6 +4,8 @@
 # a loopback origin, with 64 connections. Prints req/s, latency percentiles, non-200 answers and
 # the service's peak RSS. Targets: ≥ 10,000 req/s passthrough; ≥ 5,000 req/s cached
 # with p99 ≤ 5 ms; no non-200; < 300 MB peak RSS under 64 concurrent fresh 9 MP enrichments.
+# Cached enrichment again with traces on (every span sampled, to a local OTLP sink), in turns with
+# the service above: the rate at most 5 % lower, and how many of the spans made reached the sink.
 #
 # Then fresh enrichment beside a peer: thumbor (PyPI, 2 processes, in a virtualenv
 # under .build/, allowed the loopback origin, storing nothing) making a 320 px thumbnail, and
@@ -21,7 +23,8 @@ duration=$(setting DURATION 10s 3s)
 work=$(mktemp -d)
 thumbor=""
 servers=()
-cleanup() { kill "$origin" "$server" "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
+traced="" sink_pid=""
+cleanup() { kill "$origin" "$server" $traced $sink_pid "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 photo=/usr/share/backgrounds/2004default.jpg   # 3840x2400, from gnome-backgrounds (make bench-deps)
@@ -75,6 +78,59 @@ wrk -t2 -c64 -d"$duration" -s "$work/passthrough.lua" "$base" | tail -1
 echo "enrich, media cached (wrk -t2 -c64 -d$duration):"
 wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$base" | tail -1
 curl -s "$base/metrics" | grep -E '^attache_requests_total' | sed 's/^/  /'
+
+# Traces: a second service, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
+# sampled, exported to a local sink that keeps nothing), warmed by a window, then cached
+# enrichment beside the untraced service's in three pairs of windows, the order alternating,
+# since a shared machine's speed drifts by more than the difference measured (goal: the median
+# pair's rate at most 5 % lower). Then the spans that reached the sink against those the service
+# made: three per payload (the HTTP server's, the payload's, its attachment's) and one per other
+# request (its first /healthz, the /metrics read that counts the payloads). Traces off is the
+# service measured above: with no OTEL_* variable no tracer exists, and a payload costs one check.
+start_span_sink "$work/sink.log"
+traced_port=$(free_port)
+OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
+  "$bin" serve --port "$traced_port" --allow-address 127.0.0.1/32 --media-dir "$work/media-traced" --deadline 10s \
+  --max-in-flight 512 > "$work/traced.log" 2>&1 &
+traced=$!
+traced_base="http://127.0.0.1:$traced_port"
+for _ in $(seq 100); do curl -s -o /dev/null "$traced_base/healthz" && break; sleep 0.1; done
+wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$traced_base" > /dev/null
+echo "enrich, media cached, traces off and on (every span sampled) in turns (wrk -t2 -c64 -d$duration each):"
+window() {  # NAME PID URL: a window of cached enrichment, its line and the server's CPU per request
+  local before
+  before=$(ticks "$2")
+  wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$3" | tail -1 > "$work/$1.out"
+  echo "$(( $(ticks "$2") - before ))" >> "$work/$1.out"
+}
+for pair in 1 2 3; do
+  if [ "$pair" = 2 ]; then window "traced$pair" "$traced" "$traced_base"; window "untraced$pair" "$server" "$base"
+  else window "untraced$pair" "$server" "$base"; window "traced$pair" "$traced" "$traced_base"; fi
+done
+payloads=$(curl -s "$traced_base/metrics" | awk '/^attache_requests_total/ { n += $2 } END { print n + 0 }')
+kill "$traced"; wait "$traced" 2>/dev/null || true   # stopping, it exports what it still holds
+traced=""
+stop_span_sink "$work/sink.log"
+python3 - "$work" "$payloads" "$spans" <<'PY'
+import re, sys
+w, payloads, spans = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def read(name):
+    line, ticks = open(f"{w}/{name}.out").read().splitlines()
+    rate, requests = float(line.split()[0]), int(re.search(r"requests (\d+)", line).group(1))
+    return line, rate, int(ticks) * 10000 / max(requests, 1)
+for i in (1, 2, 3):
+    for name, label in ((f"untraced{i}", "traces off"), (f"traced{i}", "traces on ")):
+        line, _, cpu = read(name)
+        print(f"  {label}{line[1:]}  cpu {cpu:.1f} us")
+pairs = sorted((read(f"traced{i}")[1] / read(f"untraced{i}")[1], i) for i in (1, 2, 3))
+_, median = pairs[1]
+on, off = read(f"traced{median}"), read(f"untraced{median}")
+made = 3 * payloads + 2
+print(f"cached enrichment with traces on / off: {on[1] / off[1]:.2f}x the rate, the median of three pairs "
+      f"({', '.join(f'{r:.2f}' for r, _ in sorted(pairs, key=lambda p: p[1]))}; goal >= 0.95x), "
+      f"{on[2] / off[2]:.2f}x the service's CPU per request ({on[2] - off[2]:+.0f} us); "
+      f"spans exported: {spans} of {made} ({spans / max(made, 1):.0%})")
+PY
 
 # The fresh phase on a service of its own, so its peak RSS is what 64 concurrent 9 MP
 # enrichments take, not what the phases before left behind.

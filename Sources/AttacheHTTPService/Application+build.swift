@@ -57,9 +57,9 @@ func buildRouter(
                                                                   ("/metrics", [.get]), ("/openapi.yaml", [.get])]
     if enrichment.storage.location.isLocal { routes.append(("/media/**", [.get, .head])) }
     router.add(middleware: MethodNotAllowed(routes))
-    // With a tracer bootstrapped, each request gets a server span (Hummingbird's, under its
+    // With a tracer bootstrapped, each request gets a server span (under its
     // `traceparent`), the parent of its payload's.
-    if PayloadTrace.isOn { router.add(middleware: TracingMiddleware()) }
+    if PayloadTrace.isOn { router.add(middleware: ServerSpanMiddleware()) }
     // Authentication is decided on the route that matched, not on the path's spelling: the router
     // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
     let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))

@@ -65,17 +65,24 @@ public final class AttacheTracer: Tracer, Sendable {
     public func record(_ name: String, kind: SpanKind, parent: TraceContext?, start: UInt64, end: UInt64, status: SpanStatus? = nil,
                        attributes: (inout ProtobufWriter) -> Void = { _ in }) -> TraceContext {
         let own = place(under: parent)
+        record(name, kind: kind, as: own, parent: parent, start: start, end: end, status: status, attributes: attributes)
+        return own
+    }
+
+    /// `record`, for a span given its place (`place(under:)`) before its work began, so that
+    /// its children could name it as their parent while it ran.
+    public func record(_ name: String, kind: SpanKind, as own: TraceContext, parent: TraceContext?, start: UInt64, end: UInt64,
+                       status: SpanStatus? = nil, attributes: (inout ProtobufWriter) -> Void = { _ in }) {
         if own.sampled {
             var span = ProtobufWriter(capacity: 1024)
             OTLPEncoding.span(name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
                               start: start, end: max(start, end), status: status, into: &span, body: attributes)
             buffer.keep(span)
         }
-        return own
     }
 
     /// A new span's ids and sampling decision: in its parent's trace, or a new one.
-    private func place(under parent: TraceContext?) -> TraceContext {
+    public func place(under parent: TraceContext?) -> TraceContext {
         let (high, low) = parent.map { ($0.traceHigh, $0.traceLow) } ?? (ids.next(), ids.next())
         return TraceContext(traceHigh: high, traceLow: low, spanID: ids.next(),
                             sampled: sampler.samples(traceLow: low, parent: parent), traceState: parent?.traceState)

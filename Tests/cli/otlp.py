@@ -14,7 +14,7 @@ otlp.py sink PORT
 otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
     Checks the span tree of one payload enriched through DOOR (service, relay or worker) under the
     caller's trace: an attache.enrich span in TRACE_ID whose parent is PARENT_SPAN_ID (the caller's,
-    or, through the service, Hummingbird's server span, itself the caller's child), with its
+    or, through the service, the request's server span, itself the caller's child), with its
     outcome; under it an attache.attachment span with the URL's server and no query, and under
     that the stages, each inside its attachment. Prints what it found; exits non-zero with why not.
     TRACE_ID and PARENT_SPAN_ID `-`: a caller that sent no context (a client library as written
@@ -150,11 +150,15 @@ def tree(path, trace, parent, door):
     assert len(enrich) == 1, f"expected one attache.enrich span of the {door}, found {len(enrich)}: {[s['name'] for s in mine]}"
     e = enrich[0]
     assert e["service"] == "attache", f"service.name is {e['service']}"
-    # Its parent is the caller's span, or (the service) Hummingbird's server span under it.
+    # Its parent is the caller's span, or (the service) the request's server span under it.
     up = by_id.get(e["parent"])
     if door == "service":
         assert up and up["kind"] == 2 and up["parent"] == parent, f"the enrich span's parent is not a server span under {parent}: {up}"
-        assert up["attributes"].get("http.request.method") == "POST", f"the server span: {up['attributes']}"
+        attributes = up["attributes"]
+        assert up["name"] == "POST /v1/enrich" and attributes.get("http.request.method") == "POST" \
+            and attributes.get("http.route") == "/v1/enrich" and attributes.get("url.path") == "/v1/enrich" \
+            and attributes.get("http.response.status_code") == 200, f"the server span: {up['name']} {attributes}"
+        assert up["start"] <= e["start"] and e["end"] <= up["end"], f"the enrich span is not inside the server span: {up} {e}"
     else:
         assert e["parent"] == parent, f"the enrich span's parent is {e['parent']}, not the caller's {parent}"
     assert e["attributes"].get("attache.outcome") == "enriched", f"outcome {e['attributes']}"
