@@ -23,9 +23,18 @@ duration=$(setting DURATION 10s 3s)
 work=$(mktemp -d)
 thumbor=""
 servers=()
-traced="" sink_pid=""
-cleanup() { kill "$origin" "$server" $traced $sink_pid "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
+sink_pid=""
+cleanup() { kill "$origin" "$server" $sink_pid "${servers[@]}" 2>/dev/null || true; [ -n "$thumbor" ] && kill -- -"$thumbor" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
+start_attache() {  # PORT_VAR MEDIA [flags]: an `attache serve` as users run it, once it answers
+  local port media=$2
+  port=$(free_port)
+  "$bin" serve --port "$port" --allow-address 127.0.0.1/32 --media-dir "$work/$media" --deadline 10s "${@:3}" \
+    > "$work/serve-$media.log" 2>&1 &
+  servers+=($!)
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  printf -v "$1" '%s' "$port"
+}
 
 photo=/usr/share/backgrounds/2004default.jpg   # 3840x2400, from gnome-backgrounds (make bench-deps)
 progressive=/usr/share/backgrounds/rhythm.jpg  # 3840x2400, progressive, 4:4:4, 8.9 MB
@@ -88,13 +97,9 @@ curl -s "$base/metrics" | grep -E '^attache_requests_total' | sed 's/^/  /'
 # request (its first /healthz, the /metrics read that counts the payloads). Traces off is the
 # service measured above: with no OTEL_* variable no tracer exists, and a payload costs one check.
 start_span_sink "$work/sink.log"
-traced_port=$(free_port)
-OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
-  "$bin" serve --port "$traced_port" --allow-address 127.0.0.1/32 --media-dir "$work/media-traced" --deadline 10s \
-  --max-in-flight 512 > "$work/traced.log" 2>&1 &
-traced=$!
+OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on start_attache traced_port media-traced --max-in-flight 512
+traced=${servers[-1]}
 traced_base="http://127.0.0.1:$traced_port"
-for _ in $(seq 100); do curl -s -o /dev/null "$traced_base/healthz" && break; sleep 0.1; done
 wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$traced_base" > /dev/null
 echo "enrich, media cached, traces off and on (every span sampled) in turns (wrk -t2 -c64 -d$duration each):"
 window() {  # NAME PID URL: a window of cached enrichment, its line and the server's CPU per request
@@ -109,7 +114,7 @@ for pair in 1 2 3; do
 done
 payloads=$(curl -s "$traced_base/metrics" | awk '/^attache_requests_total/ { n += $2 } END { print n + 0 }')
 kill "$traced"; wait "$traced" 2>/dev/null || true   # stopping, it exports what it still holds
-traced=""
+servers=()
 stop_span_sink "$work/sink.log"
 python3 - "$work" "$payloads" "$spans" <<'PY'
 import re, sys
@@ -175,15 +180,6 @@ kill "$server"; wait "$server" 2>/dev/null || true
 rounds=$(setting FRESH_ROUNDS 4 2)
 echo "fresh progressive 9 MP JPEG (rhythm.jpg), 4 clients, every request a new URL: $rounds rounds of wrk -t1 -c4 -d$fresh"
 echo "against each server in turn (a noisy neighbour moves a 20 s phase by ±20%; in turns, each server meets it alike):"
-start_attache() {  # PORT_VAR MEDIA [flags]: an `attache serve` as users run it, once it answers
-  local port media=$2
-  port=$(free_port)
-  "$bin" serve --port "$port" --allow-address 127.0.0.1/32 --media-dir "$work/$media" --deadline 10s "${@:3}" \
-    > "$work/serve-$media.log" 2>&1 &
-  servers+=($!)
-  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
-  printf -v "$1" '%s' "$port"
-}
 start_attache both_port media-both
 start_attache thumb_port media-thumbnail --display-size 320
 names=(thumbor both thumbnail)

@@ -15,9 +15,9 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
             default: nil
             }
         }
-        guard let span = ServerSpan.begin(contextFrom: field) else { return try await next(request, context) }
-        let method = request.method.rawValue, path = request.uri.path, userAgent = headers[.userAgent]
-        let requestBytes = headers[.contentLength].flatMap { Int($0) }
+        let described = ServerSpan.Request(method: request.method.rawValue, path: request.uri.path,
+                                           bodyBytes: headers[.contentLength].flatMap { Int($0) }, userAgent: headers[.userAgent])
+        guard let span = ServerSpan.begin(described, contextFrom: field) else { return try await next(request, context) }
         do {
             var response = try await span.within { try await next(request, context) }
             let route = context.endpointPath, status = Int(response.status.code), responseBytes = response.body.contentLength
@@ -26,23 +26,17 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
             // the write would make Hummingbird write it through the async body writer (a task hop
             // and a write of its own) instead of with the head, for no difference in the times.
             if let responseBytes, responseBytes <= 64 * 1024 {
-                span.end(method: method, route: route, path: path, status: status, requestBytes: requestBytes,
-                         responseBytes: responseBytes, userAgent: userAgent)
+                span.end(route: route, status: status, responseBytes: responseBytes)
                 return response
             }
             let body = response.body
             response.body = ResponseBody(contentLength: responseBytes) { writer in
-                defer {
-                    span.end(method: method, route: route, path: path, status: status, requestBytes: requestBytes,
-                             responseBytes: responseBytes, userAgent: userAgent)
-                }
+                defer { span.end(route: route, status: status, responseBytes: responseBytes) }
                 try await body.write(writer)
             }
             return response
         } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            span.end(method: method, route: context.endpointPath, path: path, status: status, requestBytes: requestBytes,
-                     responseBytes: nil, userAgent: userAgent)
+            span.end(route: context.endpointPath, status: (error as? any HTTPResponseError)?.status.code ?? 500, responseBytes: nil)
             throw error
         }
     }

@@ -153,20 +153,37 @@ private struct FieldExtractor: Extractor {
 /// the instrumentation system's lock, every body written through a closure), cost a cached
 /// enrichment about 20 µs of CPU more than this (Benchmarks/serve.sh, traces on and off).
 public struct ServerSpan: Sendable {
+    /// What the request says of itself, recorded on the span.
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var bodyBytes: Int?
+        public var userAgent: String?
+
+        public init(method: String, path: String, bodyBytes: Int?, userAgent: String?) {
+            self.method = method
+            self.path = path
+            self.bodyBytes = bodyBytes
+            self.userAgent = userAgent
+        }
+    }
+
     let tracer: AttacheTracer
     let parent: TraceContext?
     let own: TraceContext
     let start: UInt64
+    let request: Request
     /// The request's context with this span as its current one: where its children go.
     let context: ServiceContext
 
     /// Nil when no tracer is bootstrapped. `field`: a header's value by its lower-case name.
-    public static func begin(contextFrom field: @escaping @Sendable (String) -> String?) -> ServerSpan? {
+    public static func begin(_ request: Request, contextFrom field: @escaping @Sendable (String) -> String?) -> ServerSpan? {
         guard let tracer = PayloadTrace.tracer.load(), var context = PayloadTrace.context(from: field) else { return nil }
         let parent = context.traceContext
         let own = tracer.place(under: parent)
         context.traceContext = own
-        return ServerSpan(tracer: tracer, parent: parent, own: own, start: DefaultTracerClock.now.nanosecondsSinceEpoch, context: context)
+        return ServerSpan(tracer: tracer, parent: parent, own: own, start: DefaultTracerClock.now.nanosecondsSinceEpoch, request: request,
+                          context: context)
     }
 
     /// `body` with this span as the current one: the payload's span, and log lines, go under it.
@@ -177,18 +194,17 @@ public struct ServerSpan: Sendable {
     /// Records the span, ending now, as OpenTelemetry's HTTP semantic conventions name a server
     /// span: `METHOD ROUTE` (the method alone when no route matched), the request's method, path
     /// and sizes, the status, which marks the span failed from 500 on.
-    public func end(method: String, route: String?, path: String, status: Int, requestBytes: Int?, responseBytes: Int?,
-                    userAgent: String?) {
+    public func end(route: String?, status: Int, responseBytes: Int?) {
         let failed = status >= 500 ? SpanStatus(code: .error) : nil
-        tracer.record(route.map { "\(method) \($0)" } ?? method, kind: .server, as: own, parent: parent, start: start,
+        tracer.record(route.map { "\(request.method) \($0)" } ?? request.method, kind: .server, as: own, parent: parent, start: start,
                       end: DefaultTracerClock.now.nanosecondsSinceEpoch, status: failed) { a in
-            a.attribute("http.request.method", method)
-            a.attribute("url.path", path)
+            a.attribute("http.request.method", request.method)
+            a.attribute("url.path", request.path)
             a.attribute("http.route", route)
             a.attribute("http.response.status_code", status)
-            a.attribute("http.request.body.size", requestBytes)
+            a.attribute("http.request.body.size", request.bodyBytes)
             a.attribute("http.response.body.size", responseBytes)
-            a.attribute("user_agent.original", userAgent)
+            a.attribute("user_agent.original", request.userAgent)
         }
     }
 }
