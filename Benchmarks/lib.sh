@@ -51,9 +51,10 @@ start_apns_upstream() {
   upstream=$!
 }
 
-# start_span_sink LOG: Tests/cli/otlp.py's sink (an OTLP/HTTP endpoint that counts spans and keeps
-# nothing) on a free port, niced: it stands for a collector on another host, so it takes the cores
-# the services are measured on only when they leave them idle. Sets $sink (its port) and $sink_pid.
+# start_span_sink LOG: Tests/cli/otlp.py's sink (an OTLP/HTTP endpoint that answers at once and
+# counts the spans it was sent only when stopped) on a free port, niced: it stands for a collector
+# on another host, so it takes as little as it can of the cores the services are measured on.
+# Sets $sink (its port) and $sink_pid.
 start_span_sink() {
   sink=$(free_port)
   nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$1" 2>&1 &

@@ -6,9 +6,11 @@
 # over TLS as in the relay benchmark: a passthrough (no mutable-content) through both, and the
 # relay's enrichment with the media already cached, without traces and with every span sampled
 # and exported (to a local OTLP/HTTP sink). Per measure: instructions per request, and the relay's
-# against nghttpx's (traces on: against traces off). Then where the relay's instructions go, by
-# library, for a passthrough and a cached enrichment (Benchmarks/tools/callgrind_libraries.py: a
-# function is its Swift module's, the runtime's retains and releases its callers'), and the
+# against nghttpx's (traces on: against traces off). Then where nghttpx's go, by object file, and
+# the relay's, by library, for a passthrough and a cached enrichment
+# (Benchmarks/tools/callgrind_libraries.py: a function is its Swift module's, the runtime's
+# retains and releases its callers'); the HTTP/2 library's share of each (swift-nio-http2 against
+# nghttp2: the floor under the relay while it speaks HTTP/2 through swift-nio-http2); and the
 # functions of a passthrough that run most (their own instructions, callers not included). A ratio
 # here is the work per request; the relay benchmark's rates also depend on how that work spreads
 # over threads.
@@ -77,11 +79,19 @@ printf '%-40s %9d  %5.2fx nghttpx passthrough\n' "attache relay, enriched (cache
 printf '%-40s %9d  %5.2fx traces off (%+d)\n' "attache relay, enriched, traces on" "$traced" "$(echo "$traced / $cached" | bc -l)" \
   "$((traced - cached))"
 echo
+echo "where nghttpx's instructions go (per request, a function's own, by its object file):"
+python3 Benchmarks/tools/callgrind_libraries.py --by-object "$work/nghttpx.callgrind.1" "$requests" | tee "$work/nghttpx.libraries"
 echo "where the relay's instructions go, by library (per request, the runtime's charged to its callers):"
 echo "passthrough:"
-python3 Benchmarks/tools/callgrind_libraries.py "$work/relay.callgrind.1" "$requests"
+python3 Benchmarks/tools/callgrind_libraries.py "$work/relay.callgrind.1" "$requests" | tee "$work/relay.libraries"
 echo "enriched (cached):"
 python3 Benchmarks/tools/callgrind_libraries.py "$work/cached.callgrind.1" "$requests"
+# The HTTP/2 library alone, against the other proxy's: what the relay cannot go below while it
+# speaks HTTP/2 through swift-nio-http2.
+library() { awk -v name="$1" '$1 == name { gsub(",", "", $2); print $2 }' "$2"; }
+http2=$(library swift-nio-http2 "$work/relay.libraries"); nghttp2=$(library nghttp2 "$work/nghttpx.libraries")
+printf 'the HTTP/2 library per passthrough: swift-nio-http2 %d, nghttp2 %d (%.1fx); swift-nio-http2 alone is %.2fx all of nghttpx\n' \
+  "$http2" "$nghttp2" "$(echo "$http2 / $nghttp2" | bc -l)" "$(echo "$http2 / $anchor" | bc -l)"
 echo
 echo "where the relay's passthrough instructions go (a function's own, the largest):"
 # The relay's dump of the counted requests (its exit's, with counting off, holds none). The

@@ -14,12 +14,12 @@
 # upstream's behind it within 1.3x of behind nghttpx; cached enrichment at least 0.25x nghttpx's
 # passthrough rate; one at a time, p99 at most 0.3 ms above nghttpx's; peak RSS at most 64 MB.
 # Then traces: a second relay, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
-# sampled, exported to a local OTLP/HTTP sink that keeps nothing), warmed by a window, then cached
-# enrichment at m32 beside the untraced relay's in three pairs of windows, the order alternating,
-# since a shared machine's speed drifts by more than the difference measured (goal: the median
-# pair's rate at most 5 % lower), and the spans that reached the sink against the two each payload
-# makes (its own and its attachment's): spans the exporter could not keep up with are dropped, and
-# the rate would not show it. Traces off is the relay measured above: with no OTEL_* variable no
+# sampled, exported to a local OTLP/HTTP sink that counts them once stopped), warmed by a window,
+# then cached enrichment at m32 beside the untraced relay's in three pairs of windows, the order
+# alternating, since a shared machine's speed drifts by more than the difference measured (goal:
+# the median pair's rate at most 5 % lower), and the spans that reached the sink against the two
+# each payload makes (its own and its attachment's): spans the exporter could not keep up with are
+# dropped, and the rate would not show it. Traces off is the relay measured above: with no OTEL_* variable no
 # tracer exists, and a payload costs one check. Benchmarks/relay-instructions.sh counts what
 # traces add in instructions, which the machine's load does not move.
 #   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (D=10 seconds per measure; QUICK=1: 3)

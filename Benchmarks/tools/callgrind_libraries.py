@@ -2,6 +2,7 @@
 Benchmarks/relay-instructions.sh prints for the relay's passthrough.
 
   callgrind_libraries.py DUMP REQUESTS
+  callgrind_libraries.py --by-object DUMP REQUESTS   (a C process: nghttpx)
 
 A function belongs to the module its Swift symbol is declared in (`$s8NIOHTTP2…` is
 swift-nio-http2's, `$s12AttacheRelay…` Attache's, a generic of one library specialised for another's
@@ -36,7 +37,8 @@ def read(path):
 
     own = collections.Counter()
     calls = collections.defaultdict(collections.Counter)
-    function = callee = None
+    objects = {}
+    function = callee = obj = None
     call_line = False
     for line in open(path):
         line = line.rstrip("\n")
@@ -45,9 +47,12 @@ def read(path):
         key, _, rest = line.partition("=")
         if key == "fn":
             function = name("fn", rest)
+            objects[function] = obj
         elif key == "cfn":
             callee = name("fn", rest)
-        elif key in ("ob", "cob"):
+        elif key == "ob":
+            obj = name("ob", rest)
+        elif key == "cob":
             name("ob", rest)
         elif key in ("fl", "fi", "fe", "cfi", "cfl"):
             name("fl", rest)
@@ -62,7 +67,7 @@ def read(path):
                 call_line = False
             else:
                 own[function] += int(fields[1])
-    return own, calls
+    return own, calls, objects
 
 
 def library(function):
@@ -86,7 +91,7 @@ PARTS = (("HPACK", "HPACK"), ("Huffman", "HPACK"), ("StreamChannel", "child chan
 
 
 def main(path, requests):
-    own, calls = read(path)
+    own, calls, _ = read(path)
     callers = collections.defaultdict(collections.Counter)
     for caller, callees in calls.items():
         for callee, cost in callees.items():
@@ -133,5 +138,28 @@ def main(path, requests):
     print("  swift-nio-http2's, by part: " + ", ".join(f"{part} {cost / requests:,.0f}" for part, cost in by_part.most_common()))
 
 
+# nghttpx's instructions by what it is made of: C has no runtime to charge to callers, so a
+# function is its object file's. Debian's libnghttp2 exports its API only: its HPACK, frame and
+# session functions have no names to split it by.
+def by_object(path, requests):
+    own, _, objects = read(path)
+    by_label = collections.Counter()
+    for function, cost in own.items():
+        obj = (objects.get(function) or "?").rsplit("/", 1)[-1]
+        if obj.startswith(("libssl", "libcrypto")):
+            label = "OpenSSL"
+        elif obj.startswith(("libc.", "ld-linux")):
+            label = "libc"
+        else:
+            label = obj.split(".so")[0].removeprefix("lib")
+        by_label[label] += cost
+    total = sum(own.values())
+    for label, cost in by_label.most_common(6):
+        print(f"  {label:<32} {cost / requests:9,.0f}  {100 * cost / total:5.1f}%")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    if sys.argv[1] == "--by-object":
+        by_object(sys.argv[2], int(sys.argv[3]))
+    else:
+        main(sys.argv[1], int(sys.argv[2]))

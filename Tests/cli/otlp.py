@@ -7,10 +7,13 @@ otlp.py serve PORT SPANS.jsonl [CERT KEY]
     attributes, and the resource's service.name. Prints "listening" once bound. With CERT and
     KEY (PEM files), over TLS, as a collector's https endpoint.
 otlp.py sink PORT
-    Answers POST /v1/traces with an empty ExportTraceServiceResponse and keeps nothing, printing
-    the exports, spans and bytes it received on SIGTERM's way out: a collector that costs the
-    exporter nothing, for Benchmarks/relay.sh (which compares the spans with the payloads sent, so
-    that spans the exporter dropped show). It counts spans from the protobuf wire format itself.
+    Answers POST /v1/traces with an empty ExportTraceServiceResponse at once, and on SIGTERM's way
+    out prints the exports, spans and bytes it received: a collector that costs the exporter
+    nothing, for the benchmarks (Benchmarks/serve.sh and relay.sh, which compare the spans with
+    the payloads sent, so that spans the exporter dropped show). It holds each request's bytes
+    and counts their spans, from the protobuf wire format itself, only on the way out: a
+    collector runs on a host of its own, and counting as the spans arrive took a few percent of
+    the cores the benchmarks measure Attache on.
 otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
     Checks the span tree of one payload enriched through DOOR (service, relay or worker) under the
     caller's trace: an attache.enrich span in TRACE_ID whose parent is PARENT_SPAN_ID (the caller's,
@@ -75,6 +78,7 @@ def serve(port, path=None, cert=None, key=None):
     if path is not None:
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
     received = [0, 0, 0]
+    held = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -86,7 +90,7 @@ def serve(port, path=None, cert=None, key=None):
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             if path is None:
-                received[2] += count_spans(body)
+                held.append(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
@@ -131,6 +135,7 @@ def serve(port, path=None, cert=None, key=None):
     try:
         server.serve_forever()
     finally:
+        received[2] = sum(count_spans(body) for body in held)
         print(f"received {received[0]} exports, {received[2]} spans, {received[1]} bytes", flush=True)
 
 
