@@ -198,6 +198,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             // The contract it serves at /openapi.yaml: docs/openapi.yaml, linked here, compiled in.
             resources: [.embedInCode("openapi.yaml")],

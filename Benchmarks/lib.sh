@@ -29,6 +29,39 @@ start_origin() {
   for _ in $(seq 50); do grep -q listening "$2" 2>/dev/null && break; sleep 0.1; done
 }
 
+# callgrind_copy: $work/attache-serve, what valgrind runs. Valgrind 3.19 cannot read the DWARF 5
+# a Swift build writes: a copy without it (its symbols stay, so functions keep their names),
+# beside the decoder helper it starts.
+callgrind_copy() {
+  objcopy --strip-debug "$(dirname "$bin")/attache-serve" "$work/attache-serve"
+  cp "$(dirname "$bin")/attache-decode" "$work/"
+}
+
+# callgrind_count NAME PATH -- SERVER...: SERVER (`$listen` in its arguments stands for a free
+# port) started under callgrind (counting off), warmed by 2,000 requests, then $requests requests
+# counted: h2load's, 8 connections, with the flags in the array `load` (the body, headers, `--h1`
+# or streams per connection), to PATH. Prints instructions per request; the dump of the counted
+# requests is $work/NAME.callgrind.1. The server's pid joins `pids`.
+callgrind_count() {
+  local name=$1 path=$2 listen pid out
+  shift 3
+  listen=$(free_port)
+  out="$work/$name.callgrind"
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "${@//\$listen/$listen}" > "$work/$name.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  # Any answer is an answer: a service's /healthz, the relay's 404, a proxy's upstream's.
+  for _ in $(seq 600); do curl -s -o /dev/null "http://127.0.0.1:$listen/healthz" && break; sleep 0.1; done
+  h2load -n 2000 -c 8 "${load[@]}" "http://127.0.0.1:$listen$path" > /dev/null 2>&1
+  callgrind_control -i on "$pid" > /dev/null 2>&1
+  h2load -n "$requests" -c 8 "${load[@]}" "http://127.0.0.1:$listen$path" > "$work/$name.h2load"
+  callgrind_control -i off "$pid" > /dev/null 2>&1
+  callgrind_control -d "$pid" > /dev/null 2>&1
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  grep -q "succeeded, 0 failed" "$work/$name.h2load" || { echo "$name: requests failed" >&2; tail -n 5 "$work/$name.h2load" "$work/$name.log" >&2; exit 1; }
+  awk '/^totals:/ { total += $2 } END { print int(total / '"$requests"') }' "$out"*
+}
+
 # need_packages PACKAGE...: those of the Debian packages that are missing, installed with apt-get
 # (through sudo when not root).
 need_packages() {

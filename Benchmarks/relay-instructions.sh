@@ -30,34 +30,17 @@ start_apns_upstream "$work"
 pids+=("$upstream")
 start_origin Samples/media "$work/origin.log"
 pids+=("$origin")
-# Valgrind 3.19 cannot read the DWARF 5 a Swift build writes: the relay runs from a copy without
-# it (its symbols stay, so functions keep their names), beside the decoder helper it starts.
-objcopy --strip-debug "$(dirname "$bin")/attache-serve" "$work/attache-serve"
-cp "$(dirname "$bin")/attache-decode" "$work/"
+callgrind_copy
 
 printf '{"aps":{"alert":"plain"},"campaign":42}' > "$work/plain.json"
 printf '{"aps":{"alert":"sale","mutable-content":1},"image-url":"http://127.0.0.1:%s/photo.jpg"}' "$port" > "$work/media.json"
 headers=(-H "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln" -H "apns-topic: com.example.app" -H "apns-push-type: alert")
 
-# count NAME BODY -- PROXY...: the proxy started under callgrind on a free port ($listen in its
-# arguments), warmed, then N requests counted; prints instructions per request.
+# count NAME BODY -- PROXY...: callgrind_count with an APNs request (`-m 32`).
 count() {
-  local name=$1 body=$2 listen pid out
-  shift 3
-  listen=$(free_port)
-  out="$work/$name.callgrind"
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" "${@//\$listen/$listen}" > "$work/$name.log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  for _ in $(seq 600); do curl -s -o /dev/null --http2-prior-knowledge "http://127.0.0.1:$listen/" && break; sleep 0.1; done
-  h2load -n 2000 -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > /dev/null 2>&1
-  callgrind_control -i on "$pid" > /dev/null 2>&1
-  h2load -n "$requests" -c 8 -m 32 "${headers[@]}" -d "$work/$body" "http://127.0.0.1:$listen/3/device/abc" > "$work/$name.h2load"
-  callgrind_control -i off "$pid" > /dev/null 2>&1
-  callgrind_control -d "$pid" > /dev/null 2>&1
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  grep -q "succeeded, 0 failed" "$work/$name.h2load" || { echo "$name: requests failed" >&2; tail -n 5 "$work/$name.h2load" "$work/$name.log" >&2; exit 1; }
-  awk '/^totals:/ { total += $2 } END { print int(total / '"$requests"') }' "$out"*
+  local body=$2
+  load=(-m 32 "${headers[@]}" -d "$work/$body")
+  callgrind_count "$1" /3/device/abc "${@:3}"
 }
 
 relay=("$work/attache-serve" relay --port '$listen' --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem"

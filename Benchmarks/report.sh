@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/release/attache}
-benches=${BENCHES:-thumbnail render fetch poster transcode serve batch deadline store worker isolation relay relay-instructions lab}
+benches=${BENCHES:-thumbnail render fetch poster transcode serve serve-instructions batch deadline store worker isolation relay relay-instructions lab}
 # Only a run of every benchmark is the document; some of them are printed instead.
 out=${2:-$([ -z "${BENCHES:-}" ] && [ -z "${QUICK:-}" ] && echo docs/benchmarks.md || echo /dev/stdout)}
 work=$(mktemp -d)

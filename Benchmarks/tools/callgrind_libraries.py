@@ -3,6 +3,7 @@ Benchmarks/relay-instructions.sh prints for the relay's passthrough.
 
   callgrind_libraries.py DUMP REQUESTS
   callgrind_libraries.py --by-object DUMP REQUESTS   (a C process: nghttpx)
+  callgrind_libraries.py --difference DUMP BASE REQUESTS   (what DUMP runs more than BASE)
 
 A function belongs to the module its Swift symbol is declared in (`$s8NIOHTTP2…` is
 swift-nio-http2's, `$s12AttacheRelay…` Attache's, a generic of one library specialised for another's
@@ -158,8 +159,21 @@ def by_object(path, requests):
         print(f"  {label:<32} {cost / requests:9,.0f}  {100 * cost / total:5.1f}%")
 
 
+def difference(path, base, requests, count=12):
+    """The functions whose own instructions grew most from `base` to `path`, per request."""
+    own, _, _ = read(path)
+    before, _, _ = read(base)
+    grown = sorted(((own[f] - before[f], f) for f in own), reverse=True)[:count]
+    names = subprocess.run(["swift", "demangle", "--simplified"], input="\n".join(f for _, f in grown), capture_output=True,
+                           text=True).stdout.split("\n")
+    for (cost, _), name in zip(grown, names):
+        print(f"  {cost / requests:7,.0f}  {name[:100]}")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--by-object":
+    if sys.argv[1] == "--difference":
+        difference(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "--by-object":
         by_object(sys.argv[2], int(sys.argv[3]))
     else:
         main(sys.argv[1], int(sys.argv[2]))

@@ -1,25 +1,36 @@
 import AttacheOperations
 import HTTPTypes
 import Hummingbird
+import ServiceContextModule
 
 /// With a tracer bootstrapped, each request's server span (`ServerSpan`), under its
 /// `traceparent`: the parent of its payload's span, ended once the answer's body is written (a
 /// media file's too).
 struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let headers = request.headers
-        let field: @Sendable (String) -> String? = { name in
-            switch name {
-            case "traceparent": headers[.traceparent]
-            case "tracestate": headers[.tracestate]
-            default: nil
+        // The four fields the span reads, in one pass: a field read by its name
+        // (`headers[.userAgent]`) scans every field and joins what it finds, which cost a cached
+        // enrichment more than the span's recording. Repeated fields are joined as that does.
+        var traceparent: String?, tracestate: String?, userAgent: String?, length: String?
+        for field in request.headers {
+            switch field.name {
+            case .traceparent: traceparent = joined(traceparent, field.value)
+            case .tracestate: tracestate = joined(tracestate, field.value)
+            case .userAgent: userAgent = joined(userAgent, field.value)
+            case .contentLength: length = joined(length, field.value)
+            default: break
             }
         }
-        let described = ServerSpan.Request(method: request.method.rawValue, path: request.uri.path,
-                                           bodyBytes: headers[.contentLength].flatMap { Int($0) }, userAgent: headers[.userAgent])
-        guard let span = ServerSpan.begin(described, contextFrom: field) else { return try await next(request, context) }
+        func joined(_ known: String?, _ value: String) -> String { known.map { "\($0), \(value)" } ?? value }
+        let described = ServerSpan.Request(method: request.method.rawValue, path: request.uri.path, bodyBytes: length.flatMap { Int($0) },
+                                           userAgent: userAgent)
+        guard let span = ServerSpan.begin(described, traceparent: traceparent, tracestate: tracestate) else {
+            return try await next(request, context)
+        }
         do {
-            var response = try await span.within { try await next(request, context) }
+            // Bound here rather than through a function of ServerSpan's: each async function
+            // between the router and the handler is a frame allocated and a hop.
+            var response = try await ServiceContext.$current.withValue(span.context) { try await next(request, context) }
             let route = context.endpointPath, status = Int(response.status.code), responseBytes = response.body.contentLength
             // An answer of a few kilobytes (an enriched payload, an error, a probe) is written the
             // moment it is returned: its span ends now. Wrapping its body to end the span after

@@ -173,22 +173,23 @@ public struct ServerSpan: Sendable {
     let own: TraceContext
     let start: UInt64
     let request: Request
-    /// The request's context with this span as its current one: where its children go.
-    let context: ServiceContext
+    /// The request's context with this span as its current one: where its children go, bound
+    /// as `ServiceContext.$current` while the request is handled (its payload's span and log
+    /// lines go under it).
+    public let context: ServiceContext
 
-    /// Nil when no tracer is bootstrapped. `field`: a header's value by its lower-case name.
-    public static func begin(_ request: Request, contextFrom field: @escaping @Sendable (String) -> String?) -> ServerSpan? {
-        guard let tracer = PayloadTrace.tracer.load(), var context = PayloadTrace.context(from: field) else { return nil }
-        let parent = context.traceContext
+    /// Nil when no tracer is bootstrapped. `traceparent`, `tracestate`: the request's W3C Trace
+    /// Context fields, the caller's place in its trace.
+    public static func begin(_ request: Request, traceparent: String?, tracestate: String?) -> ServerSpan? {
+        guard let tracer = PayloadTrace.tracer.load() else { return nil }
+        let parent = AttacheTracer.caller(traceparent: traceparent, tracestate: tracestate)
         let own = tracer.place(under: parent)
+        // The request's context holds its own span alone: the caller's is its parent, not a
+        // context of its own (a ServiceContext's value is boxed and set under its key's type).
+        var context = ServiceContext.topLevel
         context.traceContext = own
         return ServerSpan(tracer: tracer, parent: parent, own: own, start: DefaultTracerClock.now.nanosecondsSinceEpoch, request: request,
                           context: context)
-    }
-
-    /// `body` with this span as the current one: the payload's span, and log lines, go under it.
-    public func within<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await ServiceContext.$current.withValue(context) { try await body() }
     }
 
     /// Records the span, ending now, as OpenTelemetry's HTTP semantic conventions name a server

@@ -92,9 +92,17 @@ public final class AttacheTracer: Tracer, Sendable {
 
     public func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract)
     where Extract.Carrier == Carrier {
-        guard let field = extractor.extract(key: "traceparent", from: carrier), var parent = TraceContext(traceparent: field) else { return }
-        parent.traceState = extractor.extract(key: "tracestate", from: carrier).flatMap { $0.isEmpty ? nil : $0 }
+        guard let field = extractor.extract(key: "traceparent", from: carrier) else { return }
+        guard let parent = Self.caller(traceparent: field, tracestate: extractor.extract(key: "tracestate", from: carrier)) else { return }
         context.traceContext = parent
+    }
+
+    /// The caller's place in its trace, from its W3C Trace Context fields; nil without a valid
+    /// `traceparent`.
+    public static func caller(traceparent: String?, tracestate: String?) -> TraceContext? {
+        guard let traceparent, var parent = TraceContext(traceparent: traceparent) else { return nil }
+        parent.traceState = tracestate.flatMap { $0.isEmpty ? nil : $0 }
+        return parent
     }
 
     public func inject<Carrier, Inject: Injector>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject)
