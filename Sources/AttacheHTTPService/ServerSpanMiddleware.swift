@@ -31,7 +31,7 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
             // Bound here rather than through a function of ServerSpan's: each async function
             // between the router and the handler is a frame allocated and a hop.
             var response = try await ServiceContext.$current.withValue(span.context) { try await next(request, context) }
-            let route = context.endpointPath, status = Int(response.status.code), responseBytes = response.body.contentLength
+            let route = Self.route(context), status = Int(response.status.code), responseBytes = response.body.contentLength
             // An answer of a few kilobytes (an enriched payload, an error, a probe) is written the
             // moment it is returned: its span ends now. Wrapping its body to end the span after
             // the write would make Hummingbird write it through the async body writer (a task hop
@@ -47,8 +47,15 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             return response
         } catch {
-            span.end(route: context.endpointPath, status: (error as? any HTTPResponseError)?.status.code ?? 500, responseBytes: nil)
+            span.end(route: Self.route(context), status: (error as? any HTTPResponseError)?.status.code ?? 500, responseBytes: nil)
             throw error
         }
+    }
+
+    /// The route the request matched, as OpenTelemetry's `http.route` wants it: its path
+    /// template; nil when none matched, where Hummingbird names its own responder instead
+    /// (`NotFound`, with no leading slash).
+    private static func route(_ context: Context) -> String? {
+        context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil }
     }
 }

@@ -184,8 +184,8 @@ public struct ServerSpan: Sendable {
         guard let tracer = PayloadTrace.tracer.load() else { return nil }
         let parent = AttacheTracer.caller(traceparent: traceparent, tracestate: tracestate)
         let own = tracer.place(under: parent)
-        // The request's context holds its own span alone: the caller's is its parent, not a
-        // context of its own (a ServiceContext's value is boxed and set under its key's type).
+        // The caller's place goes straight into the parent, not through a ServiceContext of its
+        // own first: each value set in one is boxed under its key, which costs more than parsing.
         var context = ServiceContext.topLevel
         context.traceContext = own
         return ServerSpan(tracer: tracer, parent: parent, own: own, start: DefaultTracerClock.now.nanosecondsSinceEpoch, request: request,

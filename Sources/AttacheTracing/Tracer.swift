@@ -92,8 +92,8 @@ public final class AttacheTracer: Tracer, Sendable {
 
     public func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract)
     where Extract.Carrier == Carrier {
-        guard let field = extractor.extract(key: "traceparent", from: carrier) else { return }
-        guard let parent = Self.caller(traceparent: field, tracestate: extractor.extract(key: "tracestate", from: carrier)) else { return }
+        guard let field = extractor.extract(key: "traceparent", from: carrier),
+              let parent = Self.caller(traceparent: field, tracestate: extractor.extract(key: "tracestate", from: carrier)) else { return }
         context.traceContext = parent
     }
 

@@ -47,9 +47,20 @@ sport=$(free_port)
 pids+=($!)
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$sport/healthz" && break; sleep 0.1; done
 tp=$(traceparent)
+unmatched_tp=$(traceparent)
+curl -s -o /dev/null -H "traceparent: $unmatched_tp" "http://127.0.0.1:$sport/nothere"
 curl -s -o /dev/null -H "traceparent: $tp" --data-binary "$payload" "http://127.0.0.1:$sport/v1/enrich"
 tree service "$tp"
 check "the service: the payload's span tree under the caller's ($(cat "$tmp/tree-service.out"))" "[ \$? = 0 ] && grep -q '^service:' $tmp/tree-service.out"
+# A request no route matches (exported in the same batch): OpenTelemetry's HTTP conventions name
+# its span by the method alone, with no http.route.
+unmatched=$("$python" -c 'import json, sys
+for line in open(sys.argv[1]):
+    s = json.loads(line)
+    if s["trace"] == sys.argv[2]:
+        print(s["name"], s["attributes"].get("http.response.status_code"), s["attributes"].get("http.route"))' \
+  "$tmp/spans.jsonl" "$(trace_of "$unmatched_tp")")
+check "… a request no route matches: a span named by its method alone, 404, no route (got '$unmatched')" "[ '$unmatched' = 'GET 404 None' ]"
 # A failed attachment is logged with the request's trace id.
 curl -s -o /dev/null -H "traceparent: $tp" --data-binary '{"aps":{"alert":"x","mutable-content":1},"image-url":"http://127.0.0.1:'"$port"'/missing.jpg"}' \
   "http://127.0.0.1:$sport/v1/enrich"
