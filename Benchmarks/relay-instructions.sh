@@ -50,9 +50,8 @@ nghttpx_=(nghttpx --single-process "--frontend=127.0.0.1,\$listen;no-tls" "--bac
 anchor=$(count nghttpx plain.json -- "${nghttpx_[@]}")
 passthrough=$(count relay plain.json -- "${relay[@]}")
 cached=$(count cached media.json -- "${relay[@]}")
-sink=$(free_port)
-nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$work/sink.log" 2>&1 &
-pids+=($!)
+start_span_sink "$work/sink.log"
+pids+=("$sink_pid")
 traced=$(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on count traced media.json -- "${relay[@]}")
 
 echo "instructions per request (callgrind, $requests requests, h2load -c 8 -m 32, upstream nghttpd over TLS)"
