@@ -190,6 +190,7 @@ let package = Package(
             name: "AttacheHTTPService",
             dependencies: [
                 "Attache", "AttacheEnrichment", "AttacheHTTPKit", "AttacheOperations", "AttacheStore", "AttacheSupport", "AttacheTenants",
+                "AttacheTracing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

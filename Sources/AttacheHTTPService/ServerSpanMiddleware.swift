@@ -1,7 +1,7 @@
 import AttacheOperations
+import AttacheTracing
 import HTTPTypes
 import Hummingbird
-import ServiceContextModule
 
 /// With a tracer bootstrapped, each request's server span (`ServerSpan`), under its
 /// `traceparent`: the parent of its payload's span, ended once the answer's body is written (a
@@ -30,7 +30,7 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             // Bound here rather than through a function of ServerSpan's: each async function
             // between the router and the handler is a frame allocated and a hop.
-            var response = try await ServiceContext.$current.withValue(span.context) { try await next(request, context) }
+            var response = try await TraceContext.$current.withValue(span.context) { try await next(request, context) }
             let route = Self.route(context), status = Int(response.status.code), responseBytes = response.body.contentLength
             // An answer of a few kilobytes (an enriched payload, an error, a probe) is written the
             // moment it is returned: its span ends now. Wrapping its body to end the span after

@@ -21,45 +21,55 @@ public struct PayloadTrace: Sendable {
     let parent: TraceContext?
 
     /// Whether a tracer is bootstrapped (the process's `OTEL_*` variables asked for traces).
-    public static var isOn: Bool { tracer.load() != nil }
+    public static var isOn: Bool { tracer != nil }
 
-    /// The tracer `bootstrap` was given, read without a lock: the instrumentation system finds
-    /// its tracer under a lock and by a cast through its instruments.
-    static let tracer = AtomicLazyReference<AttacheTracer>()
+    /// The address of the tracer `bootstrap` was given (retained for the life of the process), 0
+    /// before: read per request without a lock (the instrumentation system finds its tracer under
+    /// a lock and by a cast through its instruments), and as a plain word, since
+    /// `AtomicLazyReference`'s generic load looked up type metadata on every read.
+    private static let installed = Atomic<UInt>(0)
+
+    /// The bootstrapped tracer; nil with traces off.
+    static var tracer: AttacheTracer? {
+        let address = installed.load(ordering: .acquiring)
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+        return Unmanaged<AttacheTracer>.fromOpaque(pointer).takeUnretainedValue()
+    }
 
     /// Makes `tracer` the process's, once, before any payload is taken.
     public static func bootstrap(_ tracer: AttacheTracer) {
         InstrumentationSystem.bootstrap(tracer)
-        _ = Self.tracer.storeIfNil(tracer)
+        let retained = Unmanaged.passRetained(tracer)
+        let address = UInt(bitPattern: retained.toOpaque())
+        if !installed.compareExchange(expected: 0, desired: address, ordering: .acquiringAndReleasing).exchanged { retained.release() }
     }
 
-    /// Nil when no tracer is bootstrapped.
-    public static func begin(in context: ServiceContext? = ServiceContext.current) -> PayloadTrace? {
-        guard let tracer = tracer.load() else { return nil }
-        return PayloadTrace(tracer: tracer, parent: context?.traceContext)
+    /// Nil when no tracer is bootstrapped. `parent`: where the payload's span goes, nil for a new
+    /// trace.
+    public static func begin(under parent: TraceContext? = TraceContext.current) -> PayloadTrace? {
+        guard let tracer else { return nil }
+        return PayloadTrace(tracer: tracer, parent: parent)
     }
 
-    /// The context a request or message came with (`traceparent`, `tracestate`), through `field`,
-    /// which gives a header's value by its lower-case name; nil with traces off.
-    public static func context(from field: @escaping @Sendable (String) -> String?) -> ServiceContext? {
-        guard let tracer = tracer.load() else { return nil }
-        var context = ServiceContext.topLevel
-        tracer.extract(field, into: &context, using: FieldExtractor())
-        return context
+    /// The caller's place a request or message came with (`traceparent`, `tracestate`), through
+    /// `field`, which gives a header's value by its lower-case name; nil without one, or with
+    /// traces off.
+    public static func caller(from field: (String) -> String?) -> TraceContext? {
+        guard tracer != nil else { return nil }
+        return AttacheTracer.caller(traceparent: field("traceparent"), tracestate: field("tracestate"))
     }
 
-    /// `body` with the context `field` gives as the current one (its payload's span, and its log
-    /// lines' trace and span ids, go under it); just `body` with traces off.
-    public static func within<T: Sendable>(contextFrom field: @escaping @Sendable (String) -> String?,
-                                           _ body: () async -> T) async -> T {
-        guard let context = context(from: field) else { return await body() }
-        return await ServiceContext.withValue(context) { await body() }
+    /// `body` with the caller's place `field` gives as the current one (its payload's span, and
+    /// its log lines' trace and span ids, go under it); just `body` with traces off.
+    public static func within<T: Sendable>(contextFrom field: (String) -> String?, _ body: () async -> T) async -> T {
+        guard let caller = caller(from: field) else { return await body() }
+        return await TraceContext.$current.withValue(caller) { await body() }
     }
 
     /// `within`, for work that does not wait (a relay's payload enriched from its event loop).
-    public static func within<T>(contextFrom field: @escaping @Sendable (String) -> String?, _ body: () -> T) -> T {
-        guard let context = context(from: field) else { return body() }
-        return ServiceContext.withValue(context) { body() }
+    public static func within<T>(contextFrom field: (String) -> String?, _ body: () -> T) -> T {
+        guard let caller = caller(from: field) else { return body() }
+        return TraceContext.$current.withValue(caller) { body() }
     }
 
     /// The span tree of `report`, ending now. `door`: service, relay or worker; `tenant`: whose
@@ -121,28 +131,33 @@ public struct PayloadTrace: Sendable {
 
     /// The URLs of recent attachments, read by libcurl's parser once each: a campaign names the
     /// same media in every payload, and parsing it again took more than the rest of its span.
-    /// Emptied when full.
-    private static let summaries = Mutex<[String: URLSummary?]>([:])
+    /// The last one is compared first, which costs less than hashing it. Emptied when full.
+    private struct Summaries {
+        var last: (url: String, summary: URLSummary?)?
+        var known: [String: URLSummary?] = [:]
+    }
+
+    private static let summaries = Mutex(Summaries())
 
     private static func summary(of url: String) -> URLSummary? {
-        if let known = summaries.withLock({ $0[url] }) { return known }
+        let found = summaries.withLock { summaries -> URLSummary?? in
+            if let last = summaries.last, last.url == url { return .some(last.summary) }
+            guard let known = summaries.known[url] else { return nil }
+            summaries.last = (url, known)
+            return .some(known)
+        }
+        if let found { return found }
         let summary = URLSummary(url)
-        summaries.withLock { known in
-            if known.count >= 1024 { known.removeAll(keepingCapacity: true) }
-            known[url] = summary
+        summaries.withLock { summaries in
+            if summaries.known.count >= 1024 { summaries.known.removeAll(keepingCapacity: true) }
+            summaries.known[url] = summary
+            summaries.last = (url, summary)
         }
         return summary
     }
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
         UInt64(max(0, ms * 1_000_000))
-    }
-}
-
-/// The tracer asks for `traceparent` and `tracestate`, already the lower-case names `field` takes.
-private struct FieldExtractor: Extractor {
-    func extract(key: String, from carrier: @Sendable (String) -> String?) -> String? {
-        carrier(key)
     }
 }
 
@@ -173,23 +188,17 @@ public struct ServerSpan: Sendable {
     let own: TraceContext
     let start: UInt64
     let request: Request
-    /// The request's context with this span as its current one: where its children go, bound
-    /// as `ServiceContext.$current` while the request is handled (its payload's span and log
-    /// lines go under it).
-    public let context: ServiceContext
+    /// This span's place: where its children go, bound as `TraceContext.current` while the
+    /// request is handled (its payload's span and log lines go under it).
+    public var context: TraceContext { own }
 
     /// Nil when no tracer is bootstrapped. `traceparent`, `tracestate`: the request's W3C Trace
     /// Context fields, the caller's place in its trace.
     public static func begin(_ request: Request, traceparent: String?, tracestate: String?) -> ServerSpan? {
-        guard let tracer = PayloadTrace.tracer.load() else { return nil }
+        guard let tracer = PayloadTrace.tracer else { return nil }
         let parent = AttacheTracer.caller(traceparent: traceparent, tracestate: tracestate)
-        let own = tracer.place(under: parent)
-        // The caller's place goes straight into the parent, not through a ServiceContext of its
-        // own first: each value set in one is boxed under its key, which costs more than parsing.
-        var context = ServiceContext.topLevel
-        context.traceContext = own
-        return ServerSpan(tracer: tracer, parent: parent, own: own, start: DefaultTracerClock.now.nanosecondsSinceEpoch, request: request,
-                          context: context)
+        return ServerSpan(tracer: tracer, parent: parent, own: tracer.place(under: parent), start: DefaultTracerClock.now.nanosecondsSinceEpoch,
+                          request: request)
     }
 
     /// Records the span, ending now, as OpenTelemetry's HTTP semantic conventions name a server

@@ -158,10 +158,12 @@ extension ProtobufWriter {
     }
 
     private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, _ s: String) {
-        let length = s.utf8.count
-        pair(field, key, value: 1 + Self.size(UInt64(length)) + length) { p in
-            let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(length), at: p + 1)
-            return n + Self.copy(s, to: p + n)
+        var s = s
+        s.withUTF8 { utf8 in
+            pair(field, key, value: 1 + Self.size(UInt64(utf8.count)) + utf8.count) { p in
+                let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(utf8.count), at: p + 1)
+                return n + Self.copy(utf8, to: p + n)
+            }
         }
     }
 
@@ -209,13 +211,24 @@ public struct ProtobufWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     private(set) var count = 0
+    /// Whether `base` is this writer's to free: not while it writes into its caller's scratch.
+    private var owned: Bool
 
     init(capacity: Int = 256) {
         self.capacity = max(capacity, 64)
         base = .allocate(capacity: self.capacity)
+        owned = true
     }
 
-    deinit { base.deallocate() }
+    /// A writer into `scratch` (memory on its caller's stack) until that is full, then into
+    /// memory of its own: a span written and copied out at once costs no allocation.
+    init(scratch: UnsafeMutableBufferPointer<UInt8>) {
+        base = scratch.baseAddress!
+        capacity = scratch.count
+        owned = false
+    }
+
+    deinit { if owned { base.deallocate() } }
 
     var buffer: ByteBuffer { ByteBuffer(bytes: UnsafeBufferPointer(start: base, count: count)) }
     var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
@@ -276,12 +289,13 @@ public struct ProtobufWriter: ~Copyable {
     }
 
     mutating func string(_ field: Int, _ value: String) {
-        let utf8 = value.utf8
-        let length = utf8.count
-        let p = room(20 + length)
-        var n = Self.put(key(field, 2), at: p)
-        n += Self.put(UInt64(length), at: p + n)
-        count += n + Self.copy(value, to: p + n)
+        var value = value
+        value.withUTF8 { utf8 in
+            let p = room(20 + utf8.count)
+            var n = Self.put(key(field, 2), at: p)
+            n += Self.put(UInt64(utf8.count), at: p + n)
+            count += n + Self.copy(utf8, to: p + n)
+        }
     }
 
     @inline(__always)
@@ -317,16 +331,18 @@ public struct ProtobufWriter: ~Copyable {
         capacity = max(2 * capacity, needed)
         let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
         grown.update(from: base, count: count)
-        base.deallocate()
+        if owned { base.deallocate() }
         base = grown
+        owned = true
     }
 
-    /// `value`'s UTF-8 at `p`; how many bytes it took.
+    /// `utf8` at `p`; how many bytes it took. A string's bytes come through its `withUTF8`, which
+    /// gives a native string's storage itself: copying through its UTF-8 view's iterator or span
+    /// took more than the rest of writing an attribute.
     @inline(__always)
-    fileprivate static func copy(_ value: String, to p: UnsafeMutablePointer<UInt8>) -> Int {
-        // The standard library's own copy of a string's bytes (the one an array made of them
-        // uses): a short string's come from the string itself, with no copy on the stack first.
-        UnsafeMutableBufferPointer(start: p, count: value.utf8.count).initialize(from: value.utf8).1
+    fileprivate static func copy(_ utf8: UnsafeBufferPointer<UInt8>, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        if let bytes = utf8.baseAddress { p.update(from: bytes, count: utf8.count) }
+        return utf8.count
     }
 
     /// How many bytes `value` takes as a varint.

@@ -70,6 +70,15 @@ private enum TraceContextKey: ServiceContextKey {
     static var nameOverride: String? { "attache-trace-context" }
 }
 
+extension TraceContext {
+    /// The span the current work is in: the request's server span, or the caller's place read from
+    /// its request's or message's `traceparent`; nil outside one, or with traces off. Its parent
+    /// of a payload's span and its log lines' ids. A task-local of its own, not a value in
+    /// `ServiceContext.current`: each value set in one is boxed in a dictionary under its key and
+    /// read back through a cast, which cost a traced request more than writing one of its spans.
+    @TaskLocal public static var current: TraceContext?
+}
+
 extension ServiceContext {
     /// The span this context is in (its own, or a caller's read from a `traceparent`).
     public var traceContext: TraceContext? {

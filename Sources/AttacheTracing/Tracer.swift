@@ -48,7 +48,9 @@ public final class AttacheTracer: Tracer, Sendable {
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> RecordedSpan {
         var context = context()
-        let parent = context.traceContext
+        // A span started through swift-distributed-tracing's API inside a request or payload
+        // (whose place is `TraceContext.current`, not in `ServiceContext.current`) goes under it.
+        let parent = context.traceContext ?? TraceContext.current
         let own = place(under: parent)
         context.traceContext = own
         return RecordedSpan(operationName, kind: kind, context: context, parent: parent, start: instant().nanosecondsSinceEpoch,
@@ -73,8 +75,10 @@ public final class AttacheTracer: Tracer, Sendable {
     /// its children could name it as their parent while it ran.
     public func record(_ name: String, kind: SpanKind, as own: TraceContext, parent: TraceContext?, start: UInt64, end: UInt64,
                        status: SpanStatus? = nil, attributes: (inout ProtobufWriter) -> Void = { _ in }) {
-        if own.sampled {
-            var span = ProtobufWriter(capacity: 1024)
+        guard own.sampled else { return }
+        // Written on the stack (a span is a few hundred bytes), then copied into the buffer.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
+            var span = ProtobufWriter(scratch: scratch)
             OTLPEncoding.span(name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
                               start: start, end: max(start, end), status: status, into: &span, body: attributes)
             buffer.keep(span)

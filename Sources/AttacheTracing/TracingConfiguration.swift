@@ -1,5 +1,4 @@
 import Logging
-import ServiceContextModule
 
 /// Traces as the OpenTelemetry specification's standard variables configure them — the subset a
 /// process exporting spans over OTLP/HTTP (protobuf) reads:
@@ -166,7 +165,7 @@ public struct TracingConfiguration: Sendable {
     /// Log lines in a span carry its trace id, span id and flags (`trace_id`, `span_id`,
     /// `trace_flags`), as the OpenTelemetry log data model names them.
     public static let loggingMetadata = Logger.MetadataProvider {
-        guard let trace = ServiceContext.current?.traceContext else { return [:] }
+        guard let trace = TraceContext.current else { return [:] }
         return ["trace_id": "\(trace.traceID)", "span_id": "\(trace.spanIDText)", "trace_flags": "\(trace.sampled ? "01" : "00")"]
     }
 }
