@@ -12,12 +12,13 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
         // (`headers[.userAgent]`) scans every field and joins what it finds, which cost a cached
         // enrichment more than the span's recording. Repeated fields are joined as that does.
         var traceparent: String?, tracestate: String?, userAgent: String?, length: String?
+        // A name is compared with the one of its length alone (most fields are none of them).
         for field in request.headers {
-            switch field.name {
-            case .traceparent: traceparent = joined(traceparent, field.value)
-            case .tracestate: tracestate = joined(tracestate, field.value)
-            case .userAgent: userAgent = joined(userAgent, field.value)
-            case .contentLength: length = joined(length, field.value)
+            switch field.name.canonicalName.utf8.count {
+            case 11 where field.name == .traceparent: traceparent = joined(traceparent, field.value)
+            case 10 where field.name == .tracestate: tracestate = joined(tracestate, field.value)
+            case 10 where field.name == .userAgent: userAgent = joined(userAgent, field.value)
+            case 14 where field.name == .contentLength: length = joined(length, field.value)
             default: break
             }
         }

@@ -121,39 +121,43 @@ public struct PayloadTrace: Sendable {
         a.attribute("attache.media.bytes", attachment.bytes)
         a.attribute("http.response.status_code", attachment.httpStatus)
         a.attribute("network.peer.address", attachment.connectedIP)
-        if let url = Self.summary(of: attachment.source) {
-            a.attribute("url.full", url.withoutQuery)
-            a.attribute("url.scheme", url.scheme)
-            a.attribute("server.address", url.host)
-            a.attribute("server.port", url.port)
-        }
+        if let url = Self.urlAttributes(of: attachment.source) { a.attributes(url) }
     }
 
-    /// The URLs of recent attachments, read by libcurl's parser once each: a campaign names the
-    /// same media in every payload, and parsing it again took more than the rest of its span.
-    /// The last one is compared first, which costs less than hashing it. Emptied when full.
-    private struct Summaries {
-        var last: (url: String, summary: URLSummary?)?
-        var known: [String: URLSummary?] = [:]
+    /// The URL attributes of recent attachments (`url.full`, `url.scheme`, `server.address`,
+    /// `server.port`), each URL read by libcurl's parser and its attributes written once: a
+    /// campaign names the same media in every payload, and parsing it again took more than the
+    /// rest of its span. The last one is compared first, which costs less than hashing it. Nil
+    /// for a URL the fetch would refuse to read. Emptied when full.
+    private struct KnownURLs {
+        var last: (url: String, attributes: EncodedAttributes?)?
+        var known: [String: EncodedAttributes?] = [:]
     }
 
-    private static let summaries = Mutex(Summaries())
+    private static let knownURLs = Mutex(KnownURLs())
 
-    private static func summary(of url: String) -> URLSummary? {
-        let found = summaries.withLock { summaries -> URLSummary?? in
-            if let last = summaries.last, last.url == url { return .some(last.summary) }
-            guard let known = summaries.known[url] else { return nil }
-            summaries.last = (url, known)
+    private static func urlAttributes(of url: String) -> EncodedAttributes? {
+        let found = knownURLs.withLock { urls -> EncodedAttributes?? in
+            if let last = urls.last, last.url == url { return .some(last.attributes) }
+            guard let known = urls.known[url] else { return nil }
+            urls.last = (url, known)
             return .some(known)
         }
         if let found { return found }
-        let summary = URLSummary(url)
-        summaries.withLock { summaries in
-            if summaries.known.count >= 1024 { summaries.known.removeAll(keepingCapacity: true) }
-            summaries.known[url] = summary
-            summaries.last = (url, summary)
+        let attributes = URLSummary(url).map { url in
+            EncodedAttributes { a in
+                a.attribute("url.full", url.withoutQuery)
+                a.attribute("url.scheme", url.scheme)
+                a.attribute("server.address", url.host)
+                a.attribute("server.port", url.port)
+            }
         }
-        return summary
+        knownURLs.withLock { urls in
+            if urls.known.count >= 1024 { urls.known.removeAll(keepingCapacity: true) }
+            urls.known[url] = attributes
+            urls.last = (url, attributes)
+        }
+        return attributes
     }
 
     private func nanoseconds(_ ms: Double) -> UInt64 {
@@ -206,7 +210,7 @@ public struct ServerSpan: Sendable {
     /// and sizes, the status, which marks the span failed from 500 on.
     public func end(route: String?, status: Int, responseBytes: Int?) {
         let failed = status >= 500 ? SpanStatus(code: .error) : nil
-        tracer.record(route.map { "\(request.method) \($0)" } ?? request.method, kind: .server, as: own, parent: parent, start: start,
+        tracer.record(request.method, nameDetail: route, kind: .server, as: own, parent: parent, start: start,
                       end: DefaultTracerClock.now.nanosecondsSinceEpoch, status: failed) { a in
             a.attribute("http.request.method", request.method)
             a.attribute("url.path", request.path)

@@ -53,17 +53,18 @@ enum OTLPEncoding {
         front.withBytes { _ = spans.setBytes($0, at: spans.readerIndex) }
     }
 
-    /// A span as a `ScopeSpans.spans` field: its ids, name, kind and times, then what `body`
-    /// writes (attributes, events, links), then its status and flags.
-    static func span(_ name: String, kind: SpanKind, trace: TraceContext, parentSpanID: UInt64?, parentIsRemote: Bool,
-                     start: UInt64, end: UInt64, status: SpanStatus?, into writer: inout ProtobufWriter,
+    /// A span as a `ScopeSpans.spans` field: its ids, name (`name`, then a space and
+    /// `nameDetail` when there is one), kind and times, then what `body` writes (attributes,
+    /// events, links), then its status and flags.
+    static func span(_ name: String, nameDetail: String? = nil, kind: SpanKind, trace: TraceContext, parentSpanID: UInt64?,
+                     parentIsRemote: Bool, start: UInt64, end: UInt64, status: SpanStatus?, into writer: inout ProtobufWriter,
                      body: (inout ProtobufWriter) -> Void) {
         writer.message(2) { s in
             s.identifier(1, trace.traceHigh, trace.traceLow)
             s.identifier(2, trace.spanID)
             if let state = trace.traceState { s.string(3, state) }
             if let parentSpanID { s.identifier(4, parentSpanID) }
-            s.string(5, name)
+            if let nameDetail { s.string(5, name, nameDetail) } else { s.string(5, name) }
             s.varint(6, number(kind))
             s.fixed64(7, start)
             s.fixed64(8, end)
@@ -151,6 +152,11 @@ extension ProtobufWriter {
         key.withUTF8Buffer { pair(9, $0, Int64(value)) }
     }
 
+    /// Attributes written once before (`EncodedAttributes`), as they were written.
+    public mutating func attributes(_ encoded: EncodedAttributes) {
+        encoded.bytes.withUnsafeBytes { raw($0) }
+    }
+
     /// A string attribute whose key is not a literal.
     public mutating func attribute(named key: String, _ value: String) {
         var key = key
@@ -158,12 +164,16 @@ extension ProtobufWriter {
     }
 
     private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, _ s: String) {
+        // A native string's bytes are read where they are, the string borrowed, not copied.
+        if s.utf8.withContiguousStorageIfAvailable({ pair(field, key, utf8: $0) }) != nil { return }
         var s = s
-        s.withUTF8 { utf8 in
-            pair(field, key, value: 1 + Self.size(UInt64(utf8.count)) + utf8.count) { p in
-                let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(utf8.count), at: p + 1)
-                return n + Self.copy(utf8, to: p + n)
-            }
+        s.withUTF8 { pair(field, key, utf8: $0) }
+    }
+
+    private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, utf8: UnsafeBufferPointer<UInt8>) {
+        pair(field, key, value: 1 + Self.size(UInt64(utf8.count)) + utf8.count) { p in
+            let n = Self.put(1 << 3 | 2, at: p) + Self.put(UInt64(utf8.count), at: p + 1)
+            return n + Self.copy(utf8, to: p + n)
         }
     }
 
@@ -198,6 +208,20 @@ extension ProtobufWriter {
         case .double(let d): fixed64(4, d.bitPattern)
         case .array(let items): message(5) { a in for item in items { a.message(1) { $0.anyValue(item) } } }
         }
+    }
+}
+
+/// Attributes written once and kept, for spans that carry the same ones again and again (an
+/// attachment's URL and its parts, in every payload of a campaign): a span takes them as bytes
+/// (`ProtobufWriter.attributes`), not written anew.
+public struct EncodedAttributes: Sendable {
+    let bytes: [UInt8]
+
+    /// What `write` writes (`ProtobufWriter.attribute`).
+    public init(_ write: (inout ProtobufWriter) -> Void) {
+        var writer = ProtobufWriter()
+        write(&writer)
+        bytes = writer.bytes
     }
 }
 
@@ -295,6 +319,22 @@ public struct ProtobufWriter: ~Copyable {
             var n = Self.put(key(field, 2), at: p)
             n += Self.put(UInt64(utf8.count), at: p + n)
             count += n + Self.copy(utf8, to: p + n)
+        }
+    }
+
+    /// `first`, a space and `second` as one string field, not joined into a string first.
+    mutating func string(_ field: Int, _ first: String, _ second: String) {
+        var (first, second) = (first, second)
+        first.withUTF8 { first in
+            second.withUTF8 { second in
+                let length = first.count + 1 + second.count
+                let p = room(20 + length)
+                var n = Self.put(key(field, 2), at: p)
+                n += Self.put(UInt64(length), at: p + n)
+                n += Self.copy(first, to: p + n)
+                p[n] = UInt8(ascii: " ")
+                count += n + 1 + Self.copy(second, to: p + n + 1)
+            }
         }
     }
 

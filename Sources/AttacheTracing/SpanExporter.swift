@@ -21,7 +21,11 @@ final class SpanBuffer: Sendable {
     }
 
     private struct State {
+        /// Full batches, oldest first.
         var batches: [Batch] = []
+        /// The batch spans are written into until it is full: apart from the list, so that a
+        /// span is written into it without the list's checks.
+        var filling: Batch?
         var queued = 0
         var dropped = 0
         /// The bytes the last full or taken batch held: what the next one reserves, since a
@@ -65,19 +69,19 @@ final class SpanBuffer: Sendable {
                 state.dropped += 1
                 return false
             }
-            if state.batches.last.map({ $0.count == batch }) ?? true {
+            if state.filling == nil {
                 var fresh = Batch(spans: state.spare.take() ?? ByteBuffer())
                 fresh.spans.clear(minimumCapacity: max(state.lastSize + state.lastSize / 8, room + span.count * min(batch, 64)))
                 fresh.spans.moveWriterIndex(forwardBy: room)
                 fresh.spans.moveReaderIndex(forwardBy: room)
-                state.batches.append(fresh)
+                state.filling = fresh
             }
             state.queued += 1
-            let last = state.batches.count - 1
-            state.batches[last].spans.writeBytes(span)
-            state.batches[last].count += 1
-            guard state.batches[last].count == batch else { return false }
-            state.lastSize = state.batches[last].spans.writerIndex
+            state.filling!.spans.writeBytes(span)
+            state.filling!.count += 1
+            guard state.filling!.count == batch, let full = state.filling.take() else { return false }
+            state.lastSize = full.spans.writerIndex
+            state.batches.append(full)
             return true
         }
         if full { signal.yield() }
@@ -88,8 +92,9 @@ final class SpanBuffer: Sendable {
     func take() -> (batch: Batch, dropped: Int) {
         state.withLock { state in
             defer { state.dropped = 0 }
-            guard !state.batches.isEmpty else { return (Batch(), state.dropped) }
-            let oldest = state.batches.removeFirst()
+            guard let oldest = state.batches.isEmpty ? state.filling.take() : state.batches.removeFirst() else {
+                return (Batch(), state.dropped)
+            }
             state.queued -= oldest.count
             state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
             return (oldest, state.dropped)

@@ -72,14 +72,15 @@ public final class AttacheTracer: Tracer, Sendable {
     }
 
     /// `record`, for a span given its place (`place(under:)`) before its work began, so that
-    /// its children could name it as their parent while it ran.
-    public func record(_ name: String, kind: SpanKind, as own: TraceContext, parent: TraceContext?, start: UInt64, end: UInt64,
-                       status: SpanStatus? = nil, attributes: (inout ProtobufWriter) -> Void = { _ in }) {
+    /// its children could name it as their parent while it ran. `nameDetail`: a second word of
+    /// its name, after a space (an HTTP server span's route after its method).
+    public func record(_ name: String, nameDetail: String? = nil, kind: SpanKind, as own: TraceContext, parent: TraceContext?, start: UInt64,
+                       end: UInt64, status: SpanStatus? = nil, attributes: (inout ProtobufWriter) -> Void = { _ in }) {
         guard own.sampled else { return }
         // Written on the stack (a span is a few hundred bytes), then copied into the buffer.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
             var span = ProtobufWriter(scratch: scratch)
-            OTLPEncoding.span(name, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
+            OTLPEncoding.span(name, nameDetail: nameDetail, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
                               start: start, end: max(start, end), status: status, into: &span, body: attributes)
             buffer.keep(span)
         }
