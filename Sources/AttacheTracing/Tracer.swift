@@ -80,8 +80,9 @@ public final class AttacheTracer: Tracer, Sendable {
         // Written on the stack (a span is a few hundred bytes), then copied into the buffer.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
             var span = ProtobufWriter(scratch: scratch)
-            OTLPEncoding.span(name, nameDetail: nameDetail, kind: kind, trace: own, parentSpanID: parent?.spanID, parentIsRemote: parent?.isRemote ?? false,
-                              start: start, end: max(start, end), status: status, into: &span, body: attributes)
+            OTLPEncoding.span(name, nameDetail: nameDetail, kind: kind, trace: own, parentSpanID: parent?.spanID,
+                              parentIsRemote: parent?.isRemote ?? false, start: start, end: max(start, end), status: status, into: &span,
+                              body: attributes)
             buffer.keep(span)
         }
     }

@@ -42,6 +42,19 @@ import Tracing
         #expect(headers["traceparent"]?.hasSuffix("-00") == true)
     }
 
+    @Test func aSpanStartedThroughTheTracingAPIInsideARequestGoesUnderIt() throws {
+        let tracer = AttacheTracer(sampler: .parentBased(root: .alwaysOn), buffer: SpanBuffer(capacity: 8, batch: 8))
+        let request = try #require(TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        let span = TraceContext.$current.withValue(request) {
+            tracer.startSpan("x", context: .topLevel, ofKind: .client, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
+        }
+        #expect(span.context.traceContext?.traceID == request.traceID)
+        #expect(span.isRecording)
+        let outside = tracer.startSpan("y", context: .topLevel, ofKind: .client, at: DefaultTracerClock.now, function: #function, file: #fileID,
+                                       line: #line)
+        #expect(outside.context.traceContext?.traceID != request.traceID, "outside a request a span starts a trace")
+    }
+
     @Test func anEndedSampledSpanIsBufferedOnce() {
         let buffer = SpanBuffer(capacity: 8, batch: 8)
         let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
