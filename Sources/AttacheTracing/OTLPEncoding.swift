@@ -186,6 +186,21 @@ extension ProtobufWriter {
     /// given (the field's key first) and counts.
     @inline(__always)
     private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, value: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        // Nearly every attribute is short enough that each of its lengths takes one byte: those
+        // are written without working out their widths.
+        if key.count + value < 124, field < 16 {
+            let pair = 4 &+ key.count &+ value
+            let p = room(2 &+ pair)
+            p[0] = UInt8(truncatingIfNeeded: field << 3 | 2)
+            p[1] = UInt8(truncatingIfNeeded: pair)
+            p[2] = 1 << 3 | 2
+            p[3] = UInt8(truncatingIfNeeded: key.count)
+            if let bytes = key.baseAddress { (p + 4).update(from: bytes, count: key.count) }
+            p[4 &+ key.count] = 2 << 3 | 2
+            p[5 &+ key.count] = UInt8(truncatingIfNeeded: value)
+            count &+= 6 &+ key.count &+ write(p + (6 &+ key.count))
+            return
+        }
         let pair = 1 + Self.size(UInt64(key.count)) + key.count + 1 + Self.size(UInt64(value)) + value
         let p = room(10 + Self.size(UInt64(pair)) + pair)
         var n = Self.put(UInt64(field) << 3 | 2, at: p)

@@ -26,6 +26,8 @@ final class SpanBuffer: Sendable {
         /// The batch spans are written into until it is full: apart from the list, so that a
         /// span is written into it without the list's checks.
         var filling: Batch?
+        /// Whether a tick or a flush asked for the batch being filled too (`wake`).
+        var due = false
         var queued = 0
         var dropped = 0
         /// The bytes the last full or taken batch held: what the next one reserves, since a
@@ -87,18 +89,33 @@ final class SpanBuffer: Sendable {
         if full { signal.yield() }
     }
 
-    /// The oldest batch (empty when none waits), and how many spans were dropped since the last
-    /// call.
+    /// The oldest batch, full or not (empty when none waits), and how many spans were dropped
+    /// since the last call.
     func take() -> (batch: Batch, dropped: Int) {
+        state.withLock { Self.take(from: &$0, unfilled: true) }
+    }
+
+    /// What the exporter sends next: a full batch; the one being filled only once a tick or a
+    /// flush asked for it (`wake`), and then once. As the specification's batch processor does:
+    /// a batch goes when it is full or when the schedule's delay is up, not each time the last
+    /// request comes back, which under a steady load sent a small batch per round trip, at a
+    /// cost per request (to Attache and to the collector) that did not shrink with the load.
+    func next() -> (batch: Batch, dropped: Int) {
         state.withLock { state in
-            defer { state.dropped = 0 }
-            guard let oldest = state.batches.isEmpty ? state.filling.take() : state.batches.removeFirst() else {
-                return (Batch(), state.dropped)
-            }
-            state.queued -= oldest.count
-            state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
-            return (oldest, state.dropped)
+            let unfilled = state.batches.isEmpty && state.due
+            if unfilled { state.due = false }
+            return Self.take(from: &state, unfilled: unfilled)
         }
+    }
+
+    private static func take(from state: inout State, unfilled: Bool) -> (batch: Batch, dropped: Int) {
+        defer { state.dropped = 0 }
+        guard let oldest = state.batches.isEmpty ? (unfilled ? state.filling.take() : nil) : state.batches.removeFirst() else {
+            return (Batch(), state.dropped)
+        }
+        state.queued -= oldest.count
+        state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
+        return (oldest, state.dropped)
     }
 
     /// A batch's storage once it is sent (kept when no other holds it).
@@ -108,8 +125,17 @@ final class SpanBuffer: Sendable {
         }
     }
 
-    func wake() { signal.yield() }
-    func finish() { signal.finish() }
+    /// A tick or a flush: the batch being filled goes too.
+    func wake() {
+        state.withLock { $0.due = true }
+        signal.yield()
+    }
+
+    /// Shutdown: the exporter sends what is left, the batch being filled too.
+    func finish() {
+        state.withLock { $0.due = true }
+        signal.finish()
+    }
 }
 
 /// Sends the buffer's spans on: every `scheduleDelay`, and as soon as a batch is full; at a
@@ -149,7 +175,7 @@ public struct SpanExporter: Service {
 
     private func exportAll(_ client: Result<OTLPHTTPClient, any Error>?) async {
         while true {
-            var (batch, dropped) = buffer.take()
+            var (batch, dropped) = buffer.next()
             if dropped > 0 {
                 logger.warning("spans dropped: the export queue was full", metadata: ["attache.spans_dropped": "\(dropped)"])
             }
