@@ -128,6 +128,22 @@ import Tracing
         #expect(WrittenSpan.all(buffer.take().batch).map(\.name) == ["g"])
     }
 
+    /// As the specification's batch processor: a batch goes to the exporter when it is full, the
+    /// one being filled only when a tick or a flush asks, and then once.
+    @Test func theExporterTakesAFullBatchAtOnceAndTheRestWhenItsTimeComes() {
+        let buffer = SpanBuffer(capacity: 8, batch: 2)
+        let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
+        for name in ["a", "b", "c"] { tracer.record(name, kind: .internal, parent: nil, start: 1, end: 2) }
+        #expect(WrittenSpan.all(buffer.next().batch).map(\.name) == ["a", "b"])
+        #expect(buffer.next().batch.count == 0, "c waits for its batch to fill or for the delay")
+        buffer.wake()
+        #expect(WrittenSpan.all(buffer.next().batch).map(\.name) == ["c"])
+        tracer.record("d", kind: .internal, parent: nil, start: 1, end: 2)
+        #expect(buffer.next().batch.count == 0, "the tick was used")
+        buffer.finish()
+        #expect(WrittenSpan.all(buffer.next().batch).map(\.name) == ["d"], "at shutdown what is left goes")
+    }
+
     /// Written into the room kept before the spans, or, with none, copied with them: the same bytes.
     @Test(arguments: [true, false])
     func aRequestHoldsABatchUnderOneResourceAndScope(roomKept: Bool) throws {
