@@ -47,6 +47,8 @@ struct RelayRequest: Sendable {
     var path: String
     var fields: [HeaderField]
     var body: ByteBuffer
+    /// Its `content-length` over HTTP/2, which its DATA frames must add up to (RFC 9113 § 8.1.1).
+    var declaredLength: Int? = nil
     /// When its head was read: the enrichment's deadline counts from here.
     var arrival = ContinuousClock.now
     /// The event loop of its client's connection, when known: it goes upstream on a connection of

@@ -31,11 +31,15 @@ struct RelayHTTP2: Sendable {
     func setup(channel: any Channel) throws -> Connection {
         let streams = RelayStreams(controller: controller, inFlight: inFlight, maxInFlight: Self.maxStreamsInFlight, idleTimeout: idleTimeout)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
-        // control frames (rapid reset, ping and settings floods). Its header validation is off:
-        // `RelayStreams` checks each request's block as it reads it, and what the relay answers
-        // is its own fields and those it passes back from the upstream, checked there.
+        // control frames (rapid reset, ping and settings floods). Its header and content-length
+        // validation are off: `RelayStreams` checks each request's block as it reads it, and its
+        // body against its `content-length`; what the relay answers is its own fields and those
+        // it passes back from the upstream, checked there, with a `content-length` it counts.
+        // NIO's checks read every block's fields again, four times a forwarded request (3.6 % of
+        // its instructions for the content length alone).
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.headerBlockValidation = .disabled
+        connection.contentLengthValidation = .disabled
         try channel.pipeline.syncOperations.addHandlers([
             FlushCoalescer(), NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()), streams,
         ])

@@ -85,6 +85,10 @@ final class RelayStreams: ChannelInboundHandler {
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
                     return
                 }
+                guard request.body.readableBytes + bytes.readableBytes <= request.declaredLength ?? .max else {
+                    malformed(id)
+                    return
+                }
                 // A body in one DATA frame (a notification's, nearly always) is that frame's bytes.
                 if request.body.readableBytes == 0 { request.body = bytes } else { request.body.writeBuffer(&bytes) }
             }
@@ -129,6 +133,10 @@ final class RelayStreams: ChannelInboundHandler {
     private func send(_ id: HTTP2StreamID) {
         guard let context, case .body(let request, let provider, let app, _)? = streams[id] else { return }
         streams[id] = .answering
+        guard request.declaredLength.map({ $0 == request.body.readableBytes }) ?? true else {
+            malformed(id)
+            return
+        }
         let (controller, loop) = (controller, context.eventLoop)
         let answer: EventLoopFuture<RelayAnswer>
         switch controller.start(request, provider: provider, app: app, on: loop) {
@@ -146,6 +154,13 @@ final class RelayStreams: ChannelInboundHandler {
         }
         let bound = NIOLoopBound(self, eventLoop: loop)
         answer.hop(to: loop).whenSuccess { answer in bound.value.write(answer, on: id) }
+    }
+
+    /// A request whose body is not the length its `content-length` said: malformed (RFC 9113
+    /// § 8.1.1), its stream reset, nothing of it sent.
+    private func malformed(_ id: HTTP2StreamID) {
+        streams[id] = .answering
+        context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
     }
 
     /// The answer, on a stream still open (one the client reset has nobody to read it).

@@ -40,7 +40,8 @@ extension RelayRequest {
     /// reset (PROTOCOL_ERROR).
     ///
     /// The same rules NIO's HTTP/2 applies when its header validation is on (it is off on the
-    /// relay's connections). Its check builds a substring and walks each name and value again per
+    /// relay's connections), and its `content-length` read for `RelayStreams` to hold the body to,
+    /// as NIO's content-length validation would (also off). Its check builds a substring and walks each name and value again per
     /// field; on a passthrough request it cost more than a tenth of the relay's instructions.
     init?(validating headers: HPACKHeaders, loop: (any EventLoop)?) {
         self.init(method: "", path: "", fields: [], body: ByteBuffer(), loop: loop)
@@ -59,6 +60,11 @@ extension RelayRequest {
                 }
             } else {
                 guard Self.isName(name), Self.isValue(value), !Self.isForbidden(name, value) else { return nil }
+                if name.utf8.count == 14, name == "content-length" {
+                    // Digits alone; a repeated field says the same.
+                    guard let length = Self.length(value), declaredLength.map({ $0 == length }) ?? true else { return nil }
+                    declaredLength = length
+                }
                 fields.append(HeaderField(name: name, value: value))
             }
         }
@@ -88,6 +94,12 @@ extension RelayRequest {
             default: return nil
             }
         }
+    }
+
+    /// A `content-length` value: decimal digits, nothing else.
+    static func length(_ value: String) -> Int? {
+        guard !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(value)
     }
 
     /// A connection-specific field (RFC 9113 § 8.2.2), or `te` other than `trailers`. Dispatched

@@ -205,10 +205,12 @@ final class UpstreamConnections: Sendable {
     }
 
     /// The requests sent were validated as they arrived from clients, and what the upstream
-    /// answers is checked by the forwarder before it goes back: checked once each way.
+    /// answers is checked by the forwarder before it goes back, its body against its
+    /// `content-length` by `Exchanges`: checked once each way.
     static let http2 = {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
         configuration.headerBlockValidation = .disabled
+        configuration.contentLengthValidation = .disabled
         return configuration
     }()
 
@@ -331,6 +333,8 @@ final class Exchanges: ChannelInboundHandler {
         let reply: Forwarder.Reply
         var status: Int?
         var fields: [HeaderField] = []
+        /// The answer's `content-length`, which its body must be.
+        var declaredLength: Int?
         var body = ByteBuffer()
         /// The stream's inbound window, used by the answer.
         var window = InboundWindow()
@@ -401,6 +405,7 @@ final class Exchanges: ChannelInboundHandler {
             if exchange.status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
                 exchange.status = code
                 for (name, value, _) in headers.headers where !name.hasPrefix(":") {
+                    if name.utf8.count == 14, name == "content-length" { exchange.declaredLength = RelayRequest.length(value) ?? -1 }
                     exchange.fields.append(HeaderField(name: name, value: value))
                 }
                 pending[frame.streamID] = exchange
@@ -469,6 +474,10 @@ final class Exchanges: ChannelInboundHandler {
         while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
         guard let status = exchange.status else {
             exchange.reply(.failure(UpstreamError.noAnswer("the stream ended without a status")))
+            return
+        }
+        guard exchange.declaredLength.map({ $0 == exchange.body.readableBytes }) ?? true else {
+            exchange.reply(.failure(UpstreamError.noAnswer("the answer's body is not its content-length")))
             return
         }
         exchange.reply(.success(Forwarder.Answer(status: status, headers: exchange.fields, body: exchange.body)))

@@ -31,9 +31,9 @@
                                 blocks RFC 9113 calls malformed (an upper-case name, a
                                 connection-specific field, CR in a value, a pseudo-header twice,
                                 after a regular field, unknown, missing, in a response only, empty
-                                or with a space, te other than trailers), each on its own stream,
-                                then a well-formed one; prints "reset N of M PROTOCOL_ERROR, then
-                                STATUS"
+                                or with a space, te other than trailers, a body that is not its
+                                content-length), each on its own stream, then a well-formed one;
+                                prints "reset N of M PROTOCOL_ERROR, then STATUS"
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -295,7 +295,13 @@ def malformed(port):
         [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "")],
         [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/a b")],
         request + [("te", "gzip")],
+        # A body that is not its content-length (RFC 9113 § 8.1.1): none here, or one said wrong.
+        request + [("content-length", "5")],
+        request + [("content-length", "5x")],
+        request + [("content-length", "5"), ("content-length", "6")],
     ]
+    # ... and with a body: longer than said, shorter than said.
+    bodies = [request + [("content-length", "5")], request + [("content-length", str(len(SECRET) + 1))]]
     # h2 checks and normalises what it sends unless told not to: these blocks must go as written.
     conn = H2Connection(H2Configuration(client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False,
                                         validate_inbound_headers=False))
@@ -305,8 +311,12 @@ def malformed(port):
         s.settimeout(5)
         for headers in cases:
             conn.send_headers(conn.get_next_available_stream_id(), headers + APNS_HEADERS[1:], end_stream=True)
+        for headers in bodies:
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, headers + APNS_HEADERS)
+            conn.send_data(stream, SECRET, end_stream=True)
         whole = conn.get_next_available_stream_id()
-        conn.send_headers(whole, request + APNS_HEADERS)
+        conn.send_headers(whole, request + APNS_HEADERS + [("content-length", str(len(SECRET)))])
         conn.send_data(whole, SECRET, end_stream=True)
         s.sendall(conn.data_to_send())
         while status is None:
@@ -320,7 +330,7 @@ def malformed(port):
                     status = dict(event.headers).get(b":status", b"?").decode()
             s.sendall(conn.data_to_send())
     protocol = sum(1 for code in resets.values() if code == 1)
-    print("reset %d of %d PROTOCOL_ERROR, then %s" % (protocol, len(cases), status))
+    print("reset %d of %d PROTOCOL_ERROR, then %s" % (protocol, len(cases) + len(bodies), status))
 
 
 if __name__ == "__main__":
