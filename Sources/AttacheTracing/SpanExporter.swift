@@ -89,33 +89,29 @@ final class SpanBuffer: Sendable {
         if full { signal.yield() }
     }
 
-    /// The oldest batch, full or not (empty when none waits), and how many spans were dropped
-    /// since the last call.
-    func take() -> (batch: Batch, dropped: Int) {
-        state.withLock { Self.take(from: &$0, unfilled: true) }
-    }
-
-    /// What the exporter sends next: a full batch; the one being filled only once a tick or a
-    /// flush asked for it (`wake`), and then once. As the specification's batch processor does:
-    /// a batch goes when it is full or when the schedule's delay is up, not each time the last
-    /// request comes back, which under a steady load sent a small batch per round trip, at a
-    /// cost per request (to Attache and to the collector) that did not shrink with the load.
+    /// What the exporter sends next (empty when nothing is due), and how many spans were dropped
+    /// since the last call: a full batch; the one being filled only once a tick or a flush asked
+    /// for it (`wake`), and then once. As the specification's batch processor does: a batch goes
+    /// when it is full or when the schedule's delay is up, not each time the last request comes
+    /// back, which under a steady load sent a small batch per round trip, at a cost per request
+    /// (to Attache and to the collector) that did not shrink with the load.
     func next() -> (batch: Batch, dropped: Int) {
         state.withLock { state in
-            let unfilled = state.batches.isEmpty && state.due
-            if unfilled { state.due = false }
-            return Self.take(from: &state, unfilled: unfilled)
+            defer { state.dropped = 0 }
+            let oldest: Batch?
+            if !state.batches.isEmpty {
+                oldest = state.batches.removeFirst()
+            } else if state.due {
+                state.due = false
+                oldest = state.filling.take()
+            } else {
+                oldest = nil
+            }
+            guard let oldest else { return (Batch(), state.dropped) }
+            state.queued -= oldest.count
+            state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
+            return (oldest, state.dropped)
         }
-    }
-
-    private static func take(from state: inout State, unfilled: Bool) -> (batch: Batch, dropped: Int) {
-        defer { state.dropped = 0 }
-        guard let oldest = state.batches.isEmpty ? (unfilled ? state.filling.take() : nil) : state.batches.removeFirst() else {
-            return (Batch(), state.dropped)
-        }
-        state.queued -= oldest.count
-        state.lastSize = max(state.lastSize, oldest.spans.writerIndex)
-        return (oldest, state.dropped)
     }
 
     /// A batch's storage once it is sent (kept when no other holds it).

@@ -4,6 +4,14 @@ import Instrumentation
 import Tracing
 @testable import AttacheTracing
 
+extension SpanBuffer {
+    /// Everything waiting, full batch or not, as the exporter takes it at a tick.
+    func take() -> (batch: Batch, dropped: Int) {
+        wake()
+        return next()
+    }
+}
+
 @Suite struct TraceContextTests {
     @Test func readsAndWritesATraceparent() throws {
         let text = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
