@@ -405,7 +405,17 @@ final class Exchanges: ChannelInboundHandler {
             if exchange.status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
                 exchange.status = code
                 for (name, value, _) in headers.headers where !name.hasPrefix(":") {
-                    if name.utf8.count == 14, name == "content-length" { exchange.declaredLength = RelayRequest.length(value) ?? -1 }
+                    if name.utf8.count == 14, name == "content-length" {
+                        // Digits alone, and a repeated field the same: anything else is a
+                        // malformed answer (RFC 9113 § 8.1.1), a stream error, as NIO's check
+                        // (off on this connection) would make it.
+                        guard let length = RelayRequest.length(value), exchange.declaredLength.map({ $0 == length }) ?? true else {
+                            fail(frame.streamID, UpstreamError.noAnswer("the answer's content-length is not one length"))
+                            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.protocolError))), promise: nil)
+                            return
+                        }
+                        exchange.declaredLength = length
+                    }
                     exchange.fields.append(HeaderField(name: name, value: value))
                 }
                 pending[frame.streamID] = exchange

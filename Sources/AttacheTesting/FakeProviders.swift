@@ -89,6 +89,9 @@ public final class FakeProvider: Sendable {
         /// (0 for a connection's first): RFC 9113 says a stream above it was not processed, and
         /// nothing else says so.
         case goAwayAlone
+        /// The normal answer, with this `content-length` field beside it whatever its body is
+        /// (the fake's own content-length checks are off, so that it can send such an answer).
+        case contentLength(String)
     }
 
     public let port: Int
@@ -141,6 +144,9 @@ public final class FakeProvider: Sendable {
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: streams),
                         HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
                     ]
+                    // Off so that `Fault.contentLength` can send an answer whose body is not its
+                    // content-length: what the relay must not pass on as an answer.
+                    connection.contentLengthValidation = .disabled
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
@@ -214,6 +220,9 @@ final class FakeProviderRules: Sendable {
             return .goAway(reset: fault == .goAway)
         case .answer(let status, let reason): answer = error(status, reason)
         case nil: answer = rules(path: path, fields: fields, body: body)
+        case .contentLength(let value):
+            answer = rules(path: path, fields: fields, body: body)
+            answer.fields.append(("content-length", value))
         }
         if path != "/token" {
             state.withLockedValue {

@@ -196,6 +196,31 @@ struct RelayClient {
         }
     }
 
+    /// An upstream's answer whose body is not its `content-length`, or whose `content-length` is
+    /// not one length, is no answer (RFC 9113 § 8.1.1): the client is told 503, not handed a
+    /// misframed answer, and the connection carries the next request as before.
+    @Test func anAnswerThatIsNotItsContentLengthIsNoAnswer() async throws {
+        try await RelayHarness.with { client, upstreams, _ in
+            for declared in ["5", "x1", "-1"] {
+                upstreams.apns.inject(.contentLength(declared))
+                let answer = try await client.post("/3/device/abc123", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+                #expect((answer.status, answer.fields["attache-outcome"]) == (503, "passthrough; reason=not-mutable; delivered=false"),
+                        "content-length \(declared) on an empty body")
+            }
+            upstreams.apns.inject(.contentLength("0"))
+            let empty = try await client.post("/3/device/abc123", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(empty.status == 200, "content-length 0 on an empty body is the answer")
+            let reason = #"{"reason":"BadDeviceToken"}"#
+            upstreams.apns.inject(.contentLength(String(reason.utf8.count - 1)), .contentLength(String(reason.utf8.count)))
+            let short = try await client.post("/3/device/not-hex", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(short.status == 503, "a body one byte longer than its content-length")
+            let refused = try await client.post("/3/device/not-hex", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect((refused.status, refused.body) == (400, reason), "a body its content-length")
+            let next = try await client.post("/3/device/abc123", #"{"aps":{"alert":"x"}}"#, fields: Self.apnsFields)
+            #expect(next.status == 200)
+        }
+    }
+
     /// The enrichment's deadline counts from the request's head: a body held back past the whole
     /// 2 s budget goes to Apple at once, as it came (reason timeout), not 2 s later.
     @Test func theDeadlineCountsFromTheRequestsHead() async throws {
