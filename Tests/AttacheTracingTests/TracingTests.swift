@@ -110,6 +110,25 @@ extension SpanBuffer {
         #expect(buffer.take().batch.count == 0)
     }
 
+    /// A span larger than the stack space it is written in (1 KB) moves to the heap as it is
+    /// written, and comes out whole: every attribute, the lengths before them wider than a byte.
+    @Test func aSpanLargerThanItsScratchSpaceIsWrittenWhole() throws {
+        let buffer = SpanBuffer(capacity: 8, batch: 8)
+        let tracer = AttacheTracer(sampler: .parentBased(root: .alwaysOn), buffer: buffer)
+        let long = String(repeating: "é", count: 700)  // 1,400 bytes: past the scratch alone
+        let names = (0..<40).map { "attache.part.\($0)" }
+        tracer.record("payload", kind: .internal, parent: nil, start: 1, end: 2) { span in
+            for name in names { span.attribute(named: name, "value of \(name)") }
+            span.attribute(named: "attache.long", long)
+            span.attribute("attache.after", 7)
+        }
+        let spans = WrittenSpan.all(buffer.take().batch)
+        try #require(spans.count == 1)
+        #expect(spans[0].name == "payload")
+        #expect(spans[0].attributes == names.map { SpanField($0, .string("value of \($0)")) }
+                + [SpanField("attache.long", .string(long)), SpanField("attache.after", .int(7))])
+    }
+
     @Test func aFullBufferDropsAndCounts() {
         let buffer = SpanBuffer(capacity: 2, batch: 2)
         let tracer = AttacheTracer(sampler: .alwaysOn, buffer: buffer)
