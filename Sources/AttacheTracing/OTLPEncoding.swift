@@ -119,7 +119,8 @@ extension ProtobufWriter {
     /// length known before it is written, so the attribute is written at once, no room kept for
     /// a length; an array is written as nested messages.
     mutating func keyValue(_ field: Int, _ attribute: SpanField) {
-        Self.withBytes(of: attribute.key) { key in
+        var key = attribute.key
+        key.withUTF8 { key in
             switch attribute.value {
             case .string(let s): pair(field, key, s)
             case .int(let i): pair(field, key, i)
@@ -158,11 +159,15 @@ extension ProtobufWriter {
 
     /// A string attribute whose key is not a literal.
     public mutating func attribute(named key: String, _ value: String) {
-        Self.withBytes(of: key) { pair(9, $0, value) }
+        var key = key
+        key.withUTF8 { pair(9, $0, value) }
     }
 
     private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, _ s: String) {
-        Self.withBytes(of: s) { pair(field, key, utf8: $0) }
+        // A native string's bytes are read where they are, the string borrowed, not copied.
+        if s.utf8.withContiguousStorageIfAvailable({ pair(field, key, utf8: $0) }) != nil { return }
+        var s = s
+        s.withUTF8 { pair(field, key, utf8: $0) }
     }
 
     private mutating func pair(_ field: Int, _ key: UnsafeBufferPointer<UInt8>, utf8: UnsafeBufferPointer<UInt8>) {
@@ -323,7 +328,8 @@ public struct ProtobufWriter: ~Copyable {
     }
 
     mutating func string(_ field: Int, _ value: String) {
-        Self.withBytes(of: value) { utf8 in
+        var value = value
+        value.withUTF8 { utf8 in
             let p = room(20 + utf8.count)
             var n = Self.put(key(field, 2), at: p)
             n += Self.put(UInt64(utf8.count), at: p + n)
@@ -333,8 +339,9 @@ public struct ProtobufWriter: ~Copyable {
 
     /// `first`, a space and `second` as one string field, not joined into a string first.
     mutating func string(_ field: Int, _ first: String, _ second: String) {
-        Self.withBytes(of: first) { first in
-            Self.withBytes(of: second) { second in
+        var (first, second) = (first, second)
+        first.withUTF8 { first in
+            second.withUTF8 { second in
                 let length = first.count + 1 + second.count
                 let p = room(20 + length)
                 var n = Self.put(key(field, 2), at: p)
@@ -384,18 +391,9 @@ public struct ProtobufWriter: ~Copyable {
         owned = true
     }
 
-    /// Runs `body` on a string's UTF-8 bytes where they are: a native string's storage is
-    /// borrowed, not copied (copying through its UTF-8 view's iterator or span took more than the
-    /// rest of writing an attribute); another kind (a bridged or a lazily made one) is made native
-    /// first. Every string the writer writes is read through here.
-    @inline(__always)
-    fileprivate static func withBytes<R>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var string = string
-        return string.withUTF8(body)
-    }
-
-    /// `utf8` at `p`; how many bytes it took.
+    /// `utf8` at `p`; how many bytes it took. A string's bytes come through its `withUTF8`, which
+    /// gives a native string's storage itself: copying through its UTF-8 view's iterator or span
+    /// took more than the rest of writing an attribute.
     @inline(__always)
     fileprivate static func copy(_ utf8: UnsafeBufferPointer<UInt8>, to p: UnsafeMutablePointer<UInt8>) -> Int {
         if let bytes = utf8.baseAddress { p.update(from: bytes, count: utf8.count) }
