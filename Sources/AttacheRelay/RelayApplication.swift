@@ -68,7 +68,7 @@ struct RelayHTTP1Responder: HTTPResponder {
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
         let fields = request.headers.map { HeaderField(name: $0.name.canonicalName, value: $0.value) }
         var relayed = RelayRequest(method: request.method.rawValue, path: request.head.path ?? "/", fields: fields, body: ByteBuffer())
-        let route = RelayRoute(method: relayed.method, path: relayed.path, topic: relayed.field("apns-topic"))
+        let route = RelayRoute(method: relayed.method, path: relayed.path, topic: relayed.topic)
         guard case .send(let provider, let app) = route else { return Self.response(route.refusal(relayed)!) }
         do {
             relayed.body = try await request.body.collect(upTo: controller.configuration.maxBodyBytes)

@@ -45,7 +45,10 @@ struct RelayRequest: Sendable {
     var method: String
     /// The path with its query.
     var path: String
+    /// Added to with `append`, which notes those the relay reads itself.
     var fields: [HeaderField]
+    /// Where the fields the relay reads itself are, noted as `fields` was read.
+    private var known = KnownFields()
     var body: ByteBuffer
     /// Its `content-length` over HTTP/2, which its DATA frames must add up to (RFC 9113 § 8.1.1).
     var declaredLength: Int? = nil
@@ -55,9 +58,62 @@ struct RelayRequest: Sendable {
     /// the same loop, and the answer comes back without a hop between threads.
     var loop: (any EventLoop)?
 
+    /// A request whose fields are read here (HTTP/1.1's, which Hummingbird has checked).
+    init(method: String, path: String, fields: [HeaderField], body: ByteBuffer, loop: (any EventLoop)? = nil) {
+        self.method = method
+        self.path = path
+        self.fields = fields
+        self.body = body
+        self.loop = loop
+        for (index, field) in fields.enumerated() { known.note(field.name, at: index) }
+    }
+
+    /// Adds a field read from the request, noting it if it is one the relay reads.
+    mutating func append(_ field: HeaderField) {
+        known.note(field.name, at: fields.count)
+        fields.append(field)
+    }
+
     /// The first value of the field `name` (lower case).
     func field(_ name: String) -> String? {
         fields.first { $0.name == name }?.value
+    }
+
+    /// `apns-topic`: whose app the notification is for.
+    var topic: String? { known.topic.map { fields[$0].value } }
+    /// `Attache-Deadline-Ms`.
+    var deadline: String? { known.deadline.map { fields[$0].value } }
+    /// `traceparent` or `tracestate`, as `PayloadTrace` asks for them; nil for any other name.
+    func traceField(_ name: String) -> String? {
+        (name == "traceparent" ? known.traceparent : name == "tracestate" ? known.tracestate : nil).map { fields[$0].value }
+    }
+
+    /// Whether a `via` field names `hop`: the request has been through this relay before.
+    func hasVisited(_ hop: String) -> Bool {
+        known.via && fields.contains { $0.name == "via" && $0.value.contains(hop) }
+    }
+}
+
+/// Where the first of each field the relay reads itself is in a request's fields, noted in the
+/// pass that reads them: looking each one up afterwards compared every field's name again, a few
+/// times a request. Dispatched on the name's length: most fields are compared with none.
+private struct KnownFields: Sendable {
+    var topic: Int?
+    var deadline: Int?
+    var traceparent: Int?
+    var tracestate: Int?
+    /// Whether any `via` field came (only then is a loop looked for).
+    var via = false
+
+    mutating func note(_ name: String, at index: Int) {
+        switch name.utf8.count {
+        case 3: if name == "via" { via = true }
+        case 10:
+            if name == "apns-topic" { topic = topic ?? index } else if name == "tracestate" { tracestate = tracestate ?? index }
+        case 11: if name == "traceparent" { traceparent = traceparent ?? index }
+        case 19: if name == RelayAnswer.deadline { deadline = deadline ?? index }
+        default: break
+        }
     }
 }
 
@@ -197,7 +253,7 @@ struct RelayController: Sendable {
     /// under the client's `traceparent` (which is forwarded upstream as it came, like every other
     /// header).
     func relayInTask(_ request: RelayRequest, provider: Provider, app: String?, _ pending: Pending) async -> EventLoopFuture<RelayAnswer> {
-        await PayloadTrace.within(contextFrom: { request.field($0) }) {
+        await PayloadTrace.within(contextFrom: request.traceField) {
             await enrichAndForward(request, provider: provider, app: app, pending)
         }
     }
@@ -213,7 +269,7 @@ struct RelayController: Sendable {
             case .unknownTenant: passReason = .unknownTenant
             }
         }
-        let budget = (admission?.policy ?? gate.policy(for: tenant)).budget(header: request.field(RelayAnswer.deadline))
+        let budget = (admission?.policy ?? gate.policy(for: tenant)).budget(header: request.deadline)
         // The tenant's slot is held while its payload is enriched (which cannot throw), not while
         // the upstream answers.
         let (body, outcome) = gated
@@ -235,16 +291,16 @@ struct RelayController: Sendable {
     /// passthrough, the bulk of a sender's traffic — is forwarded from the event loop it arrived
     /// on, with no task and no hop through the concurrency pool; any other goes to a task.
     func start(_ request: RelayRequest, provider: Provider, app: String?, on loop: any EventLoop) -> Start {
-        if request.fields.contains(where: { $0.name == "via" && $0.value.contains(hop) }) {
+        if request.hasVisited(hop) {
             logger.warning("a request came back to the relay that forwarded it: the upstream leads here")
             return .answered(loop.makeSucceededFuture(provider.error(508, "LoopDetected", request: request)))
         }
         let gated = isGated(request.body, provider: provider)
         if gated && provider == .apns {
-            return PayloadTrace.within(contextFrom: { request.field($0) }) { startEnriching(request, app: app, on: loop) }
+            return PayloadTrace.within(contextFrom: request.traceField) { startEnriching(request, app: app, on: loop) }
         }
         guard !gated, provider == .apns || credentials.fcm == nil else { return .task(Pending(gated: gated)) }
-        let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.field(RelayAnswer.deadline))
+        let budget = gate.policy(for: app.flatMap { tenants?.tenant(app: $0) }).budget(header: request.deadline)
         let (body, outcome) = passedThrough(request.body)
         return .answered(forwardAtOnce(request, provider: provider, body: body, outcome: outcome, budget: budget, on: loop))
     }
@@ -273,7 +329,7 @@ struct RelayController: Sendable {
     private func startEnriching(_ request: RelayRequest, app: String?, on loop: any EventLoop) -> Start {
         let decision = gate.admit(app.flatMap { tenants?.tenant(app: $0) })
         guard case .admitted(let admission) = decision else { return .task(Pending(gated: true, decision: decision)) }
-        let budget = admission.policy.budget(header: request.field(RelayAnswer.deadline))
+        let budget = admission.policy.budget(header: request.deadline)
         let remaining = ContinuousClock.now.duration(to: request.arrival + budget)
         let started: ExtensionRuntime.Start?
         do {

@@ -116,7 +116,7 @@ final class RelayStreams: ChannelInboundHandler {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
             return
         }
-        let route = RelayRoute(method: request.method, path: request.path, topic: request.field("apns-topic"))
+        let route = RelayRoute(method: request.method, path: request.path, topic: request.topic)
         guard case .send(let provider, let app) = route else {
             streams[id] = .answering
             write(route.refusal(request)!, on: id)

@@ -65,7 +65,7 @@ extension RelayRequest {
                     guard let length = Self.length(value), declaredLength.map({ $0 == length }) ?? true else { return nil }
                     declaredLength = length
                 }
-                fields.append(HeaderField(name: name, value: value))
+                append(HeaderField(name: name, value: value))
             }
         }
         let (mandatory, allowed): (Pseudo, Pseudo) = method == "CONNECT" ? ([.method, .authority], [.method, .authority])
