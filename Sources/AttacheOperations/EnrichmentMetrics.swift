@@ -6,22 +6,21 @@ import Synchronization
 /// The service's metrics, made with an injected factory (tests use their own registry; the
 /// executable bootstraps Prometheus). Labels are bounded: outcomes, reasons, stages, events.
 public struct EnrichmentMetrics: Sendable {
-    private let handles: MetricHandles
+    /// One reference: the doors copy this value into their closures, a retain per reference.
+    private let handles: Handles
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
-        handles = MetricHandles(factory: factory)
+        handles = Handles(factory: factory)
     }
 
     /// `tenant`: with a tenants file, every series of the payload also carries its tenant's name
     /// (names come from the file: a bounded label).
     public func request(_ report: EnrichReport, tenant: String? = nil) {
-        handles.counter("attache_requests_total", ("outcome", report.outcome.rawValue),
-                        ("reason", report.reason?.description ?? "none"), tenant: tenant).increment()
-        handles.timer("attache_stage_duration_seconds", ("stage", "total"), tenant: tenant)
-            .recordNanoseconds(Int64(report.elapsedMs * 1_000_000))
+        handles.requests[RequestSeries(outcome: report.outcome, reason: report.reason, tenant: tenant)].increment()
+        handles.stages[StageSeries(stage: "total", tenant: tenant)].recordNanoseconds(Int64(report.elapsedMs * 1_000_000))
         if report.reason == .timeout {
             let late = max(0, report.elapsedMs - report.deadlineMs)
-            handles.timer("attache_deadline_lateness_seconds", tenant: tenant).recordNanoseconds(Int64(late * 1_000_000))
+            handles.lateness[tenant].recordNanoseconds(Int64(late * 1_000_000))
         }
         for a in report.attachments {
             if a.wasFetched {
@@ -29,106 +28,165 @@ public struct EnrichmentMetrics: Sendable {
                               ("download", a.timings.download), ("inspect", a.timings.inspect), ("render", a.timings.render),
                               ("store", a.timings.store)]
                 for (stage, ms) in stages where ms > 0 {
-                    handles.timer("attache_stage_duration_seconds", ("stage", stage), tenant: tenant)
-                        .recordNanoseconds(Int64(ms * 1_000_000))
+                    handles.stages[StageSeries(stage: stage, tenant: tenant)].recordNanoseconds(Int64(ms * 1_000_000))
                 }
-                handles.counter("attache_fetches_total", ("reason", a.reason?.description ?? "ok"), tenant: tenant).increment()
-                if let bytes = a.bytes { handles.counter("attache_fetched_bytes_total", tenant: tenant).increment(by: Int64(bytes)) }
+                handles.fetches[ReasonSeries(reason: a.reason, tenant: tenant)].increment()
+                if let bytes = a.bytes { handles.fetchedBytes[tenant].increment(by: Int64(bytes)) }
             }
             if let cache = a.cache {
-                handles.counter("attache_cache_total", ("event", cache.rawValue), tenant: tenant).increment()
+                handles.cacheEvents[CacheSeries(event: cache, tenant: tenant)].increment()
             }
         }
     }
 
     /// A tenant's request refused before it began (429: its rate, concurrency or daily quota).
     public func refused(tenant: String, kind: String) {
-        handles.counter("attache_tenant_refused_total", ("tenant", tenant), ("limit", kind)).increment()
+        handles.tenantRefusals[RefusalSeries(tenant: tenant, limit: kind)].increment()
     }
 
     /// A payload answered without a report (a queue message that is not a JSON object).
     public func request(outcome: Outcome, reason: Reason) {
-        handles.counter("attache_requests_total", ("outcome", outcome.rawValue), ("reason", reason.description)).increment()
+        handles.requests[RequestSeries(outcome: outcome, reason: reason, tenant: nil)].increment()
     }
 
     /// Warm-through works that finished after their payloads had been answered (a running count).
     public func warmed(_ total: Int) {
-        handles.gauge("attache_cache_warmed").record(total)
+        handles.gauges[.cacheWarmed].record(total)
     }
 
     public func inFlight(_ value: Int) {
-        handles.gauge("attache_in_flight").record(value)
+        handles.gauges[.inFlight].record(value)
     }
 
     /// What the relay's upstream answered, by status (503 also when it could not be reached):
     /// a bounded label, the statuses Apple and Google document.
     public func relayed(status: Int) {
-        handles.counter("attache_relay_upstream_total", ("status", String(status))).increment()
+        handles.upstreamAnswers[status].increment()
     }
 
     /// Client connections the relay closed at once: past its cap, overall or from one address.
     public func connectionRefused() {
-        handles.counter("attache_relay_connections_refused_total").increment()
+        handles.counters[.connectionsRefused].increment()
     }
 
     /// Streams a client reset (RST_STREAM), whatever state they were in.
     public func clientReset() {
-        handles.counter("attache_relay_client_resets_total").increment()
+        handles.counters[.clientResets].increment()
     }
 
     /// Requests a client reset or closed its connection on before their end: none went upstream.
     public func abandoned() {
-        handles.counter("attache_relay_abandoned_total").increment()
+        handles.counters[.abandoned].increment()
     }
 }
 
-/// Counters and timers made once per label set and kept. Making one through the factory checks its
-/// name and looks it up in the registry, which cost more per payload than recording the value
-/// (several per payload, through every door). The label sets are bounded (see above), so is this.
-/// A handle is found by its name and label values alone, without building its dimensions (each
-/// name always has the same label names): the lookup allocates nothing.
-final class MetricHandles: Sendable {
-    /// One series: a metric's name, up to two label values, and the tenant's.
-    private struct Series: Hashable {
-        var label: String
-        var first: String?
-        var second: String?
-        var tenant: String?
-    }
-
-    private let factory: any MetricsFactory
-    private let counters = Mutex<[Series: Counter]>([:])
-    private let timers = Mutex<[Series: Timer]>([:])
-    private let gauges = Mutex<[Series: Gauge]>([:])
+/// Every metric's handles, kept apart from `EnrichmentMetrics` so that a copy of it is one
+/// reference.
+private final class Handles: Sendable {
+    let requests: MetricHandles<RequestSeries, Counter>
+    let stages: MetricHandles<StageSeries, Timer>
+    let lateness: MetricHandles<String?, Timer>
+    let fetches: MetricHandles<ReasonSeries, Counter>
+    let fetchedBytes: MetricHandles<String?, Counter>
+    let cacheEvents: MetricHandles<CacheSeries, Counter>
+    let tenantRefusals: MetricHandles<RefusalSeries, Counter>
+    let upstreamAnswers: MetricHandles<Int, Counter>
+    let gauges: MetricHandles<GaugeName, Gauge>
+    let counters: MetricHandles<CounterName, Counter>
 
     init(factory: any MetricsFactory) {
-        self.factory = factory
+        /// `dimensions`, then the tenant's, named `tenant` (the last dimension of every series
+        /// that has one).
+        @Sendable func labels(_ dimensions: [(String, String)], tenant: String?) -> [(String, String)] {
+            dimensions + (tenant.map { [("tenant", $0)] } ?? [])
+        }
+        requests = MetricHandles { series in
+            Counter(label: "attache_requests_total", dimensions: labels([("outcome", series.outcome.rawValue),
+                                                                         ("reason", series.reason?.description ?? "none")],
+                                                                        tenant: series.tenant), factory: factory)
+        }
+        stages = MetricHandles { series in
+            Timer(label: "attache_stage_duration_seconds", dimensions: labels([("stage", series.stage)], tenant: series.tenant), factory: factory)
+        }
+        lateness = MetricHandles { tenant in Timer(label: "attache_deadline_lateness_seconds", dimensions: labels([], tenant: tenant), factory: factory) }
+        fetches = MetricHandles { series in
+            Counter(label: "attache_fetches_total", dimensions: labels([("reason", series.reason?.description ?? "ok")], tenant: series.tenant),
+                    factory: factory)
+        }
+        fetchedBytes = MetricHandles { tenant in Counter(label: "attache_fetched_bytes_total", dimensions: labels([], tenant: tenant), factory: factory) }
+        cacheEvents = MetricHandles { series in
+            Counter(label: "attache_cache_total", dimensions: labels([("event", series.event.rawValue)], tenant: series.tenant), factory: factory)
+        }
+        tenantRefusals = MetricHandles { series in
+            Counter(label: "attache_tenant_refused_total", dimensions: [("tenant", series.tenant), ("limit", series.limit)], factory: factory)
+        }
+        upstreamAnswers = MetricHandles { status in
+            Counter(label: "attache_relay_upstream_total", dimensions: [("status", String(status))], factory: factory)
+        }
+        gauges = MetricHandles { name in Gauge(label: name.rawValue, factory: factory) }
+        counters = MetricHandles { name in Counter(label: name.rawValue, factory: factory) }
+    }
+}
+
+/// The series of `attache_requests_total`, and of the other metrics with labels, by what they
+/// are counted by: enums compare and hash as small integers, where the label values they become
+/// hashed as strings cost more per payload than the count itself.
+private struct RequestSeries: Hashable, Sendable {
+    var outcome: Outcome
+    var reason: Reason?
+    var tenant: String?
+}
+
+private struct StageSeries: Hashable, Sendable {
+    var stage: String
+    var tenant: String?
+}
+
+private struct ReasonSeries: Hashable, Sendable {
+    var reason: Reason?
+    var tenant: String?
+}
+
+private struct CacheSeries: Hashable, Sendable {
+    var event: CacheEvent
+    var tenant: String?
+}
+
+private struct RefusalSeries: Hashable, Sendable {
+    var tenant: String
+    var limit: String
+}
+
+/// The metrics without labels: one series each.
+private enum GaugeName: String, Hashable, Sendable {
+    case cacheWarmed = "attache_cache_warmed"
+    case inFlight = "attache_in_flight"
+}
+
+private enum CounterName: String, Hashable, Sendable {
+    case connectionsRefused = "attache_relay_connections_refused_total"
+    case clientResets = "attache_relay_client_resets_total"
+    case abandoned = "attache_relay_abandoned_total"
+}
+
+/// The handles of one metric, made once per series and kept. Making one through the factory
+/// checks its name and looks it up in the registry, which cost more per payload than recording
+/// the value (several per payload, through every door). The series are bounded (see above), so
+/// is this. A series is made on its first use, so one never used is not exported.
+private final class MetricHandles<Series: Hashable & Sendable, Handle: Sendable>: Sendable {
+    private let kept = Mutex<[Series: Handle]>([:])
+    private let make: @Sendable (Series) -> Handle
+
+    init(make: @escaping @Sendable (Series) -> Handle) {
+        self.make = make
     }
 
-    /// `tenant` comes last among the dimensions, named `tenant`.
-    func counter(_ label: String, _ first: (String, String)? = nil, _ second: (String, String)? = nil, tenant: String? = nil) -> Counter {
-        Self.kept(in: counters, label, first, second, tenant) { Counter(label: label, dimensions: $0, factory: factory) }
-    }
-
-    func timer(_ label: String, _ first: (String, String)? = nil, tenant: String? = nil) -> Timer {
-        Self.kept(in: timers, label, first, nil, tenant) { Timer(label: label, dimensions: $0, factory: factory) }
-    }
-
-    func gauge(_ label: String) -> Gauge {
-        Self.kept(in: gauges, label, nil, nil, nil) { _ in Gauge(label: label, factory: factory) }
-    }
-
-    /// The handle kept for the series, made (with its dimensions) and kept on first use. Two
-    /// threads making the same one at once both make it; the factory hands both the same registry
-    /// entry, so either is kept.
-    private static func kept<Handle: Sendable>(
-        in store: borrowing Mutex<[Series: Handle]>, _ label: String, _ first: (String, String)?, _ second: (String, String)?,
-        _ tenant: String?, make: ([(String, String)]) -> Handle
-    ) -> Handle {
-        let series = Series(label: label, first: first?.1, second: second?.1, tenant: tenant)
-        if let made = store.withLock({ $0[series] }) { return made }
-        let made = make([first, second, tenant.map { ("tenant", $0) }].compactMap { $0 })
-        store.withLock { $0[series] = made }
+    /// The handle kept for the series, made and kept on first use. Two threads making the same
+    /// one at once both make it; the factory hands both the same registry entry, so either is kept.
+    subscript(series: Series) -> Handle {
+        if let made = kept.withLock({ $0[series] }) { return made }
+        let made = make(series)
+        kept.withLock { $0[series] = made }
         return made
     }
 }
