@@ -13,14 +13,15 @@
 # at both depths, no lower at 100 than at 32; the relay's CPU at most 30 us per request and the
 # upstream's behind it within 1.3x of behind nghttpx; cached enrichment at least 0.25x nghttpx's
 # passthrough rate; one at a time, p99 at most 0.3 ms above nghttpx's; peak RSS at most 64 MB.
-# Then traces: a second relay, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
-# sampled, exported to a local OTLP/HTTP sink that counts them once stopped), warmed by a window,
-# then cached enrichment at m32 beside the untraced relay's in three pairs of windows, the order
-# alternating, since a shared machine's speed drifts by more than the difference measured (goal:
-# the median pair's rate at most 5 % lower), and the spans that reached the sink against the two
-# each payload makes (its own and its attachment's): spans the exporter could not keep up with are
-# dropped, and the rate would not show it. Traces off is the relay measured above: with no OTEL_* variable no
-# tracer exists, and a payload costs one check. Benchmarks/relay-instructions.sh counts what
+# Then traces: two more relays of the same binary, started together and warmed alike by a window,
+# one with OTEL_EXPORTER_OTLP_ENDPOINT set (every span sampled, exported to a local OTLP/HTTP sink
+# that counts them once stopped) and its twin without; cached enrichment at m32 in five rounds of
+# three windows, the order alternating, since a shared machine's speed drifts by more than the
+# difference measured: the twin, the traced one, and the relay measured above (two untraced relays:
+# their ratio is the noise between processes). Goal: the median round's traced rate at most 5 %
+# below its twin's. Then the spans that reached the sink against the two each payload makes (its
+# own and its attachment's): spans the exporter could not keep up with are dropped, and the rate
+# would not show it. With no OTEL_* variable no tracer exists, and a payload costs one check. Benchmarks/relay-instructions.sh counts what
 # traces add in instructions, which the machine's load does not move.
 #   usage: Benchmarks/relay.sh [ATTACHE_BINARY]   (D=10 seconds per measure; QUICK=1: 3)
 set -euo pipefail
@@ -100,34 +101,47 @@ for m in 32 100; do
   measure "through attache relay, passthrough, m$m" "$relay_url" "$work/plain.json" "relay$m" "$relay" -c 8 -m "$m"
   measure "through attache relay, enriched (cached), m$m" "$relay_url" "$work/media.json" "enriched$m" "$relay" -c 8 -m "$m"
 done
+# Two fresh relays, started together and warmed alike, one traced and its twin not: they differ in
+# traces alone, not in what each has served before.
+relay_args=(--apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" --allow-address 127.0.0.1/32
+            --media-dir "$work/media" --public-base-url https://cdn.example.com/m)
 traced_port=$(free_port)
+twin_port=$(free_port)
 start_span_sink "$work/sink.log"
 pids+=("$sink_pid")
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on \
-  "$bin" relay --port "$traced_port" --apns-upstream "https://127.0.0.1:$up" --upstream-ca "$work/ca.pem" \
-  --allow-address 127.0.0.1/32 --media-dir "$work/media" --public-base-url https://cdn.example.com/m > "$work/traced.log" 2>&1 &
+  "$bin" relay --port "$traced_port" "${relay_args[@]}" > "$work/traced.log" 2>&1 &
 traced=$!
 pids+=($!)
-for _ in $(seq 100); do grep -q listening "$work/traced.log" 2>/dev/null && break; sleep 0.05; done
+"$bin" relay --port "$twin_port" "${relay_args[@]}" > "$work/twin.log" 2>&1 &
+twin=$!
+pids+=($!)
+for log in traced twin; do
+  for _ in $(seq 100); do grep -q listening "$work/$log.log" 2>/dev/null && break; sleep 0.05; done
+done
 traced_url="http://127.0.0.1:$traced_port/3/device/abc"
-curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "$traced_url"
-# Warmed by a window of the same work first, as the windows above warmed the untraced relay: a
-# fresh process's first seconds (its allocator's arenas, its first batches' buffers growing) are
-# not what traces cost a relay that has been running.
+twin_url="http://127.0.0.1:$twin_port/3/device/abc"
+# Each warmed by a window of the same work first: a fresh process's first seconds (its allocator's
+# arenas, its first batches' buffers growing) are not what traces cost a relay that has been running.
+for url in "$traced_url" "$twin_url"; do
+  curl -s --http2-prior-knowledge -o /dev/null "${headers[@]}" --data-binary @"$work/media.json" "$url"
+done
 h2load -D "$seconds" -c 8 -m 32 "${headers[@]}" -d "$work/media.json" "$traced_url" > "$work/traced-warm-up.out" 2>&1
-for pair in 1 2 3; do
-  off=(measure "through attache relay, enriched (cached), m32" "$relay_url" "$work/media.json" "untraced$pair" "$relay" -c 8 -m 32)
-  on=(measure "… the same, traces on (every span sampled)" "$traced_url" "$work/media.json" "traced$pair" "$traced" -c 8 -m 32)
-  if [ "$pair" = 2 ]; then "${on[@]}"; "${off[@]}"; else "${off[@]}"; "${on[@]}"; fi
+h2load -D "$seconds" -c 8 -m 32 "${headers[@]}" -d "$work/media.json" "$twin_url" > /dev/null 2>&1
+for round in 1 2 3 4 5; do
+  off=(measure "… the same, a fresh relay, traces off" "$twin_url" "$work/media.json" "untraced$round" "$twin" -c 8 -m 32)
+  on=(measure "… the same, a fresh relay, traces on (every span sampled)" "$traced_url" "$work/media.json" "traced$round" "$traced" -c 8 -m 32)
+  again=(measure "… the same, the first relay again" "$relay_url" "$work/media.json" "again$round" "$relay" -c 8 -m 32)
+  if [ $((round % 2)) = 0 ]; then "${again[@]}"; "${on[@]}"; "${off[@]}"; else "${off[@]}"; "${on[@]}"; "${again[@]}"; fi
 done
 # The spans that reached the sink, against the payloads the traced relay was sent (the curl, and
 # every request h2load started in the warm-up and the window: those in flight when a window ends
 # are enriched too): a cached payload makes two, its own and its attachment's. Stopped first, the
 # relay exports what it still holds.
-kill "$traced"
-wait "$traced" 2>/dev/null || true
+kill "$traced" "$twin"
+wait "$traced" "$twin" 2>/dev/null || true
 stop_span_sink "$work/sink.log"
-enriched=$(sed -n 's/^requests: [0-9]* total, \([0-9]*\) started, .*/\1/p' "$work/traced-warm-up.out" "$work"/traced[123].warm "$work"/traced[123].out)
+enriched=$(sed -n 's/^requests: [0-9]* total, \([0-9]*\) started, .*/\1/p' "$work/traced-warm-up.out" "$work"/traced[1-5].warm "$work"/traced[1-5].out)
 one=(-c 1 -m 1)
 measure "one at a time: direct" "https://127.0.0.1:$up/3/device/abc" "$work/plain.json" direct1 - "${one[@]}"
 measure "one at a time: through nghttpx" "$proxy_url" "$work/plain.json" proxy1 "$nghttpx" "${one[@]}"
@@ -148,11 +162,15 @@ print(f"relay enriched, media cached / nghttpx passthrough rate: {enriched32[rat
       f"{enriched100[rate] / proxy100[rate]:.2f}x at m100 (goal >= 0.25x)")
 print(f"one at a time, p99 through the relay - through nghttpx: {relay1[p99] - proxy1[p99]:+.2f} ms (goal <= +0.3 ms)")
 print(f"relay peak RSS: {peak / 1024:.0f} MB (goal <= 64 MB)")
-pairs = sorted((read(f"traced{i}")[rate] / read(f"untraced{i}")[rate], i) for i in (1, 2, 3))
-_, median = pairs[1]
+rounds = (1, 2, 3, 4, 5)
+ratios = lambda name: sorted((read(f"{name}{i}")[rate] / read(f"untraced{i}")[rate], i) for i in rounds)
+listed = lambda rs: ", ".join(f"{r:.2f}" for r, _ in sorted(rs, key=lambda p: p[1]))
+pairs, again = ratios("traced"), ratios("again")
+_, median = pairs[2]
 untraced, traced = read(f"untraced{median}"), read(f"traced{median}")
-print(f"cached enrichment with traces on / off: {traced[rate] / untraced[rate]:.2f}x the rate, the median of three pairs "
-      f"({', '.join(f'{r:.2f}' for r, _ in sorted(pairs, key=lambda p: p[1]))}; goal >= 0.95x), "
+print(f"cached enrichment with traces on / off: {traced[rate] / untraced[rate]:.2f}x the rate, the median of five rounds "
+      f"({listed(pairs)}; goal >= 0.95x), "
       f"{traced[cpu] / untraced[cpu]:.2f}x the relay's CPU per request ({traced[cpu] - untraced[cpu]:+.0f} us); "
       f"spans exported: {spans} of {2 * enriched} ({spans / max(2 * enriched, 1):.0%}; two per payload)")
+print(f"two relays without traces (the first one / the fresh one): {again[2][0]:.2f}x the rate, the median of five rounds ({listed(again)})")
 PY

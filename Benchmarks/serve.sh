@@ -88,20 +88,27 @@ echo "enrich, media cached (wrk -t2 -c64 -d$duration):"
 wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$base" | tail -1
 curl -s "$base/metrics" | grep -E '^attache_requests_total' | sed 's/^/  /'
 
-# Traces: a second service, the same binary, with OTEL_EXPORTER_OTLP_ENDPOINT set (every span
-# sampled, exported to a local sink that counts them once stopped), warmed by a window, then cached
-# enrichment beside the untraced service's in three pairs of windows, the order alternating,
-# since a shared machine's speed drifts by more than the difference measured (goal: the median
-# pair's rate at most 5 % lower). Then the spans that reached the sink against those the service
-# made: three per payload (the HTTP server's, the payload's, its attachment's) and one per other
-# request (its first /healthz, the /metrics read that counts the payloads) — at least: a request
-# wrk cuts mid-read as a window ends makes a server span and no payload. Traces off is the
-# service measured above: with no OTEL_* variable no tracer exists, and a payload costs one check.
+# Traces: two more services of the same binary, started together and warmed alike by a window,
+# one with OTEL_EXPORTER_OTLP_ENDPOINT set (every span sampled, exported to a local sink that counts
+# them once stopped) and its twin without: the pair differ in traces alone, not in what each has
+# served before. Then cached enrichment in five rounds of three windows, the order alternating
+# (a shared machine's speed drifts by more than the difference measured): the twin, the traced
+# one, and the service measured above — two untraced services, whose ratio is the noise between
+# processes. Goal: the median round's traced rate at most 5 % below its twin's. Then the spans
+# that reached the sink against those the traced service made: three per payload (the HTTP
+# server's, the payload's, its attachment's) and one per other request (its first /healthz, the
+# /metrics read that counts the payloads) — at least: a request wrk cuts mid-read as a window ends
+# makes a server span and no payload. With no OTEL_* variable no tracer exists, and a payload
+# costs one check.
 start_span_sink "$work/sink.log"
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_TRACES_SAMPLER=always_on start_attache traced_port media-traced --max-in-flight 512
 traced=${servers[-1]}
 traced_base="http://127.0.0.1:$traced_port"
+start_attache twin_port media-twin --max-in-flight 512
+twin=${servers[-1]}
+twin_base="http://127.0.0.1:$twin_port"
 wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$traced_base" > /dev/null
+wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$twin_base" > /dev/null
 echo "enrich, media cached, traces off and on (every span sampled) in turns (wrk -t2 -c64 -d$duration each):"
 window() {  # NAME PID URL: a window of cached enrichment, its line and the server's CPU per request
   local before
@@ -109,12 +116,13 @@ window() {  # NAME PID URL: a window of cached enrichment, its line and the serv
   wrk -t2 -c64 -d"$duration" -s "$work/cached.lua" "$3" | tail -1 > "$work/$1.out"
   echo "$(( $(ticks "$2") - before ))" >> "$work/$1.out"
 }
-for pair in 1 2 3; do
-  if [ "$pair" = 2 ]; then window "traced$pair" "$traced" "$traced_base"; window "untraced$pair" "$server" "$base"
-  else window "untraced$pair" "$server" "$base"; window "traced$pair" "$traced" "$traced_base"; fi
+for round in 1 2 3 4 5; do
+  windows=("untraced$round $twin $twin_base" "traced$round $traced $traced_base" "again$round $server $base")
+  [ $((round % 2)) = 1 ] || windows=("${windows[2]}" "${windows[1]}" "${windows[0]}")
+  for w in "${windows[@]}"; do window $w; done
 done
 payloads=$(curl -s "$traced_base/metrics" | awk '/^attache_requests_total/ { n += $2 } END { print n + 0 }')
-kill "$traced"; wait "$traced" 2>/dev/null || true   # stopping, it exports what it still holds
+kill "$traced" "$twin"; wait "$traced" "$twin" 2>/dev/null || true   # stopping, it exports what it still holds
 servers=()
 stop_span_sink "$work/sink.log"
 python3 - "$work" "$payloads" "$spans" <<'PY'
@@ -124,18 +132,22 @@ def read(name):
     line, ticks = open(f"{w}/{name}.out").read().splitlines()
     rate, requests = float(line.split()[0]), int(re.search(r"requests (\d+)", line).group(1))
     return line, rate, int(ticks) * 10000 / max(requests, 1)
-for i in (1, 2, 3):
-    for name, label in ((f"untraced{i}", "traces off"), (f"traced{i}", "traces on ")):
+rounds = (1, 2, 3, 4, 5)
+for i in rounds:
+    for name, label in ((f"untraced{i}", "traces off"), (f"traced{i}", "traces on "), (f"again{i}", "the first ")):
         line, _, cpu = read(name)
         print(f"  {label}{line[1:]}  cpu {cpu:.1f} us")
-pairs = sorted((read(f"traced{i}")[1] / read(f"untraced{i}")[1], i) for i in (1, 2, 3))
-_, median = pairs[1]
+ratios = lambda name: sorted((read(f"{name}{i}")[1] / read(f"untraced{i}")[1], i) for i in rounds)
+pairs, again = ratios("traced"), ratios("again")
+_, median = pairs[2]
 on, off = read(f"traced{median}"), read(f"untraced{median}")
 made = 3 * payloads + 2
-print(f"cached enrichment with traces on / off: {on[1] / off[1]:.2f}x the rate, the median of three pairs "
-      f"({', '.join(f'{r:.2f}' for r, _ in sorted(pairs, key=lambda p: p[1]))}; goal >= 0.95x), "
+listed = lambda rs: ", ".join(f"{r:.2f}" for r, _ in sorted(rs, key=lambda p: p[1]))
+print(f"cached enrichment with traces on / off: {on[1] / off[1]:.2f}x the rate, the median of five rounds "
+      f"({listed(pairs)}; goal >= 0.95x), "
       f"{on[2] / off[2]:.2f}x the service's CPU per request ({on[2] - off[2]:+.0f} us); "
       f"spans exported: {spans} of at least {made} ({spans / max(made, 1):.0%})")
+print(f"two services without traces (the first one / the twin): {again[2][0]:.2f}x the rate, the median of five rounds ({listed(again)})")
 PY
 
 # The fresh phase on a service of its own, so its peak RSS is what 64 concurrent 9 MP
