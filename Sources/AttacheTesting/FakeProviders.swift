@@ -145,7 +145,8 @@ public final class FakeProvider: Sendable {
                         HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
                     ]
                     // Off so that `Fault.contentLength` can send an answer whose body is not its
-                    // content-length: what the relay must not pass on as an answer.
+                    // content-length: what the relay must not pass on as an answer. Requests are
+                    // still held to theirs, in `FakeProviderStream`.
                     connection.contentLengthValidation = .disabled
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
@@ -380,6 +381,13 @@ final class FakeProviderStream: ChannelInboundHandler {
     }
 
     private func respond(context: ChannelHandlerContext) {
+        // The fake's own content-length check is off (`Fault.contentLength`); a provider's is
+        // not: a request whose body is not its `content-length` is malformed (RFC 9113 § 8.1.1),
+        // reset and never answered, so every test through the fake also checks what the relay sent.
+        if let declared = fields["content-length"], Int(declared) != body.count {
+            context.writeAndFlush(wrapOutboundOut(.rstStream(.protocolError)), promise: nil)
+            return
+        }
         let path = fields[":path"] ?? ""
         switch rules.decide(path: path, fields: fields, body: body, connection: connection) {
         case .drop:
