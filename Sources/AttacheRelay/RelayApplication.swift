@@ -85,8 +85,8 @@ struct RelayHTTP1Responder: HTTPResponder {
 
     static func response(_ answer: RelayAnswer) -> Response {
         var headers = HTTPFields()
-        for field in answer.fields {
-            if let name = HTTPField.Name(field.name) { headers.append(HTTPField(name: name, value: field.value)) }
+        answer.forEachField { name, value in
+            if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) }
         }
         let status = answer.status == 508 ? HTTPResponse.Status(code: 508, reasonPhrase: "Loop Detected") : HTTPResponse.Status(code: answer.status)
         guard answer.body.readableBytes > 0 else { return Response(status: status, headers: headers) }

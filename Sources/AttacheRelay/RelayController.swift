@@ -33,9 +33,7 @@ enum Provider: Sendable {
         }
         var fields = [HeaderField(name: "content-type", value: "application/json")]
         if self == .apns { fields.append(HeaderField(name: "apns-id", value: request?.field("apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString)) }
-        if let outcome { fields.append(HeaderField(name: RelayAnswer.outcome, value: outcome)) }
-        if let budget { fields.append(HeaderField(name: RelayAnswer.deadline, value: String(Int(budget.milliseconds)))) }
-        return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)))
+        return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)), outcome: outcome, budget: budget)
     }
 }
 
@@ -120,16 +118,31 @@ private struct KnownFields: Sendable {
 /// What the relay answers: the upstream's answer passed back, or its own.
 struct RelayAnswer: Sendable {
     var status: Int
-    /// Lower-case names.
+    /// The upstream's fields passed back, or the relay's own; lower-case names.
     var fields: [HeaderField]
     /// Empty: no body (Apple's 200 is a HEADERS frame alone, and a client such as aioapns parses
     /// any DATA frame it gets as JSON).
     var body: ByteBuffer
+    /// Attache's own fields, written after `fields` (`Attache-Outcome`, and the budget applied
+    /// as `Attache-Deadline-Ms`). Apart from them: the upstream's fields reach here shared with
+    /// the exchange that read them, and appending to them copied the array per request.
+    var outcome: String? = nil
+    var budget: Duration? = nil
 
     func adding(_ field: HeaderField) -> RelayAnswer {
         var answer = self
         answer.fields.append(field)
         return answer
+    }
+
+    /// How many fields `forEachField` gives.
+    var fieldCount: Int { fields.count + (outcome == nil ? 0 : 1) + (budget == nil ? 0 : 1) }
+
+    /// Each field of the answer, by name and value, in order: `fields`, then Attache's own.
+    func forEachField(_ body: (String, String) -> Void) {
+        for field in fields { body(field.name, field.value) }
+        if let outcome { body(Self.outcome, outcome) }
+        if let budget { body(Self.deadline, String(Int(budget.milliseconds))) }
     }
 
     static let outcome = HTTPField.Name.attacheOutcome.canonicalName
@@ -354,25 +367,17 @@ struct RelayController: Sendable {
     /// The future never fails: an upstream not reached is a 503 in the provider's shape.
     private func forward(_ request: RelayRequest, provider: Provider, body: ByteBuffer, authorization: String?, outcome: String,
                          budget: Duration) -> EventLoopFuture<RelayAnswer> {
-        var fields = request.fields
-        if let authorization {
-            fields.removeAll { $0.name == "authorization" }
-            fields.append(HeaderField(name: "authorization", value: authorization))
-        }
-        fields.append(HeaderField(name: "via", value: "2 " + hop))
         let (metrics, logger) = (metrics, logger)
         // The one future of a forwarded request: the layers below hand the answer back by a call.
         let relayed = (request.loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any())
             .makePromise(of: RelayAnswer.self)
-        forwarder.forward(provider, path: request.path, fields: fields, body: body, timeout: configuration.upstreamTimeout,
-                          on: relayed.futureResult.eventLoop) { result in
+        forwarder.forward(provider, path: request.path, fields: request.fields, authorization: authorization, via: "2 " + hop, body: body,
+                          timeout: configuration.upstreamTimeout, on: relayed.futureResult.eventLoop) { result in
             switch result {
             case .success(let answer):
                 metrics.relayed(status: answer.status)
-                var fields = answer.headers
-                fields.append(HeaderField(name: RelayAnswer.outcome, value: answer.status == 200 ? outcome : Self.undelivered(outcome)))
-                fields.append(HeaderField(name: RelayAnswer.deadline, value: String(Int(budget.milliseconds))))
-                relayed.succeed(RelayAnswer(status: answer.status, fields: fields, body: answer.body))
+                relayed.succeed(RelayAnswer(status: answer.status, fields: answer.headers, body: answer.body,
+                                            outcome: answer.status == 200 ? outcome : Self.undelivered(outcome), budget: budget))
             case .failure(let error):
                 logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
                 metrics.relayed(status: 503)

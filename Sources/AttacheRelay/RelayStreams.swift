@@ -167,9 +167,9 @@ final class RelayStreams: ChannelInboundHandler {
     private func write(_ answer: RelayAnswer, on id: HTTP2StreamID) {
         guard let context, streams[id] != nil else { return }
         var head = HPACKHeaders()
-        head.reserveCapacity(answer.fields.count + 2)
+        head.reserveCapacity(answer.fieldCount + 2)
         head.add(name: ":status", value: String(answer.status))
-        for field in answer.fields { head.add(name: field.name, value: field.value) }
+        answer.forEachField { head.add(name: $0, value: $1) }
         let empty = answer.body.readableBytes == 0
         if !empty { head.add(name: "content-length", value: String(answer.body.readableBytes)) }
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: head, endStream: empty)))), promise: nil)

@@ -408,6 +408,7 @@ final class Exchanges: ChannelInboundHandler {
             guard var exchange = pending[frame.streamID] else { return }
             if exchange.status == nil, let code = headers.headers.first(name: ":status").flatMap(Int.init), code >= 200 {
                 exchange.status = code
+                exchange.fields.reserveCapacity(Forwarder.answeredFieldCount)
                 for (name, value, _) in headers.headers where !name.hasPrefix(":") {
                     if name.utf8.count == 14, name == "content-length" {
                         // Digits alone, and a repeated field the same: anything else is a
@@ -420,6 +421,10 @@ final class Exchanges: ChannelInboundHandler {
                         }
                         exchange.declaredLength = length
                     }
+                    // Only the fields a client is given back are kept. Neither side's HTTP/2
+                    // validates header blocks (the clients' are checked as they are read): a value
+                    // the client could not take (NUL, CR, LF) is left out.
+                    guard Forwarder.answeredFields.contains(name), RelayRequest.isValue(value) else { continue }
                     exchange.fields.append(HeaderField(name: name, value: value))
                 }
                 pending[frame.streamID] = exchange
