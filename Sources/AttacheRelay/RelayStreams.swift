@@ -81,7 +81,6 @@ final class RelayStreams: ChannelInboundHandler {
             streams[id] = .answering  // the request is out of the table while its body grows: not copied
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
-                    streams[id] = .answering
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
                     return
                 }
@@ -92,9 +91,13 @@ final class RelayStreams: ChannelInboundHandler {
                 // A body in one DATA frame (a notification's, nearly always) is that frame's bytes.
                 if request.body.readableBytes == 0 { request.body = bytes } else { request.body.writeBuffer(&bytes) }
             }
-            if let update = streamWindow.received(data, on: id), !data.endStream { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
+            if data.endStream {
+                // Sent from here, not put back in the table to be taken out again.
+                forward(id, request, provider: provider, app: app)
+                return
+            }
+            if let update = streamWindow.received(data, on: id) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
             streams[id] = .body(request, provider, app: app, window: streamWindow)
-            if data.endStream { send(id) }
         case .rstStream:
             controller.metrics.clientReset()
         default:
@@ -122,8 +125,12 @@ final class RelayStreams: ChannelInboundHandler {
             write(route.refusal(request)!, on: id)
             return
         }
+        guard !endStream else {
+            streams[id] = .answering
+            forward(id, request, provider: provider, app: app)
+            return
+        }
         streams[id] = .body(request, provider, app: app, window: InboundWindow())
-        if endStream { send(id) }
     }
 
     /// The whole request goes to the controller; its answer comes back on this connection's
@@ -131,8 +138,14 @@ final class RelayStreams: ChannelInboundHandler {
     /// on this loop too (its extension's task as well), which sends it upstream on a connection
     /// of this loop, whose answer is written from here: with the media cached, no thread hop.
     private func send(_ id: HTTP2StreamID) {
-        guard let context, case .body(let request, let provider, let app, _)? = streams[id] else { return }
+        guard case .body(let request, let provider, let app, _)? = streams[id] else { return }
         streams[id] = .answering
+        forward(id, request, provider: provider, app: app)
+    }
+
+    /// `send`, for a request already out of the table (its stream marked answering).
+    private func forward(_ id: HTTP2StreamID, _ request: RelayRequest, provider: Provider, app: String?) {
+        guard let context else { return }
         guard request.declaredLength.map({ $0 == request.body.readableBytes }) ?? true else {
             malformed(id)
             return
