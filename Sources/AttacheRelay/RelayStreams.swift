@@ -179,12 +179,15 @@ final class RelayStreams: ChannelInboundHandler {
     /// The answer, on a stream still open (one the client reset has nobody to read it).
     private func write(_ answer: RelayAnswer, on id: HTTP2StreamID) {
         guard let context, streams[id] != nil else { return }
-        var head = HPACKHeaders()
-        head.reserveCapacity(answer.fieldCount + 2)
-        head.add(name: ":status", value: String(answer.status))
-        answer.forEachField { head.add(name: $0, value: $1) }
+        // Made from pairs, as `Connection.send` makes the upstream's head: `HPACKHeaders.add`
+        // checks each name byte by byte, and these are the relay's own or checked as read.
+        var pairs: [(String, String)] = []
+        pairs.reserveCapacity(answer.fieldCount + 2)
+        pairs.append((":status", String(answer.status)))
+        answer.forEachField { pairs.append(($0, $1)) }
         let empty = answer.body.readableBytes == 0
-        if !empty { head.add(name: "content-length", value: String(answer.body.readableBytes)) }
+        if !empty { pairs.append(("content-length", String(answer.body.readableBytes))) }
+        let head = HPACKHeaders(pairs)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: head, endStream: empty)))), promise: nil)
         if !empty {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),
