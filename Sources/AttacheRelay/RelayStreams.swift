@@ -77,8 +77,11 @@ final class RelayStreams: ChannelInboundHandler {
             opened(id, headers: headers.headers, endStream: headers.endStream)
         case .data(let data):
             if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
-            guard case .body(var request, let provider, let app, var streamWindow)? = streams[id] else { return }
-            streams[id] = .answering  // the request is out of the table while its body grows: not copied
+            // Found once, and marked by its place: the request is out of the table while its
+            // body grows (not copied).
+            guard let index = streams.index(forKey: id), case .body(var request, let provider, let app, var streamWindow) = streams.values[index]
+            else { return }
+            streams.values[index] = .answering
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
