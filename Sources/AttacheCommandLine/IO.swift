@@ -31,12 +31,7 @@ public func environment(_ name: String) -> String? {
 /// Logs on stderr (stdout carries payloads): text at `level`, or JSON lines for log shippers.
 public func bootstrapLogging(level: Logger.Level, json: Bool = false, metadataProvider: Logger.MetadataProvider? = nil) {
     LoggingSystem.bootstrap { label -> any LogHandler in
-        if json {
-            var handler = JSONLogHandler(label: label, metadataProvider: metadataProvider)
-            handler.logLevel = level
-            return handler
-        }
-        var handler = StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
+        var handler = LogLineHandler(label: label, format: json ? .json : .text, metadataProvider: metadataProvider)
         handler.logLevel = level
         return handler
     }
