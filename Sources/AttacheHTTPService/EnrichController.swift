@@ -107,21 +107,62 @@ struct EnrichController: Sendable {
     }
 
     /// `fetch;dur=…, render;dur=…, total;dur=…`: the slowest attachment's time per stage.
+    /// Each to a tenth of a millisecond, written as bytes straight into the string (`12.3`,
+    /// `0.0`): `Double`'s description, interpolation and an array per stage cost 4 % of a cached
+    /// enrichment's instructions.
     static func serverTiming(_ report: EnrichReport) -> String {
-        func slowest(_ stage: (StageTimings) -> Double) -> Double { report.attachments.map { stage($0.timings) }.max() ?? 0 }
-        let stages: [(String, Double)] = [
-            ("fetch", slowest { $0.firstByte + $0.download }), ("inspect", slowest(\.inspect)),
-            ("render", slowest(\.render)), ("store", slowest(\.store)), ("total", report.elapsedMs),
-        ]
-        return stages.map { "\($0.0);dur=\((($0.1 * 10).rounded() / 10))" }.joined(separator: ", ")
+        var fetch = 0.0, inspect = 0.0, render = 0.0, store = 0.0
+        for attachment in report.attachments {
+            let t = attachment.timings
+            fetch = max(fetch, t.firstByte + t.download)
+            inspect = max(inspect, t.inspect)
+            render = max(render, t.render)
+            store = max(store, t.store)
+        }
+        let stages: [(StaticString, Double)] = [("fetch", fetch), ("inspect", inspect), ("render", render), ("store", store),
+                                                ("total", report.elapsedMs)]
+        // Each stage at most 7 + 5 + 13 + 2 bytes and its separator: ms are capped at 10^12.
+        return String(unsafeUninitializedCapacity: 160) { out in
+            var at = 0
+            func put(_ byte: UInt8) {
+                out[at] = byte
+                at += 1
+            }
+            for (i, (name, ms)) in stages.enumerated() {
+                if i > 0 { put(UInt8(ascii: ",")); put(UInt8(ascii: " ")) }
+                for byte in UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount) { put(byte) }
+                for byte in ";dur=".utf8 { put(byte) }
+                let tenths = Int(exactly: (min(max(ms, 0), 1e12) * 10).rounded()) ?? 0
+                var whole = tenths / 10
+                let first = at
+                repeat {
+                    put(UInt8(ascii: "0") + UInt8(whole % 10))
+                    whole /= 10
+                } while whole > 0
+                out[first..<at].reverse()
+                put(UInt8(ascii: "."))
+                put(UInt8(ascii: "0") + UInt8(tenths % 10))
+            }
+            return at
+        }
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String, id: String) -> Response {
         ErrorResponse.response(status, message, headers: [.requestID: id])
     }
 
+    /// 96 random bits as 24 hex digits, written into the string (two `String(_:radix:)` and a
+    /// concatenation cost a request more than its Server-Timing).
     static func newRequestID() -> String {
         var generator = SystemRandomNumberGenerator()
-        return String(generator.next() as UInt64, radix: 16) + String(generator.next() as UInt32, radix: 16)
+        let high = generator.next() as UInt64, low = generator.next() as UInt32
+        return String(unsafeUninitializedCapacity: 24) { out in
+            let digits: StaticString = "0123456789abcdef"
+            for i in 0..<24 {
+                let nibble = i < 16 ? Int(high >> (60 - 4 * i) & 15) : Int(low >> (28 - 4 * (i - 16)) & 15)
+                out[i] = digits.utf8Start[nibble]
+            }
+            return 24
+        }
     }
 }
