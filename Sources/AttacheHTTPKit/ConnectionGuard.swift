@@ -219,7 +219,13 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     private var machine: ConnectionGuardStateMachine
     private let connections: Connections
     private var watch: ConnectionWatch?
-    private var timer: Scheduled<Void>?
+    /// When the limit armed last runs out; nil: none is armed.
+    private var deadline: NIODeadline?
+    /// The task that checks `deadline`, and when it runs. A request arms a limit three times
+    /// (its body's, none, the idle wait's); scheduling and cancelling a task each time cost 5 %
+    /// of a cached enrichment's instructions. So a task that runs sooner than a new deadline
+    /// is kept, and when it runs it waits again for the deadline it finds.
+    private var timer: (task: Scheduled<Void>, runs: NIODeadline)?
 
     public init(limits: ConnectionLimits, connections: Connections) {
         machine = ConnectionGuardStateMachine(limits: limits)
@@ -252,8 +258,7 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     private func leave(_ context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        disarm()
         if watch != nil {
             watch = nil
             connections.leave(context.channel)
@@ -304,19 +309,11 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     private func perform(_ action: ConnectionGuardStateMachine.Action, _ context: ChannelHandlerContext) {
         switch action {
         case .arm(let duration):
-            timer?.cancel()
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(in: TimeAmount(duration)) {
-                let (handler, context) = loopBound.value
-                handler.timer = nil
-                handler.perform(handler.machine.timedOut(), context)
-            }
+            arm(at: .now() + TimeAmount(duration), context)
         case .disarm:
-            timer?.cancel()
-            timer = nil
+            deadline = nil  // a task still scheduled finds nothing armed when it runs
         case .refuse:
-            timer?.cancel()
-            timer = nil
+            disarm()
             var fields = HTTPFields()
             fields[.connection] = "close"
             fields[.retryAfter] = "1"
@@ -329,12 +326,33 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
         case .close:
-            timer?.cancel()
-            timer = nil
+            disarm()
             watch?.clientGone()
             context.close(promise: nil)
         case .none:
             break
         }
+    }
+
+    private func arm(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        self.deadline = deadline
+        if let timer, timer.runs <= deadline { return }
+        timer?.task.cancel()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let task = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.timer = nil
+            guard let deadline = handler.deadline else { return }
+            guard deadline <= .now() else { return handler.arm(at: deadline, context) }
+            handler.deadline = nil
+            handler.perform(handler.machine.timedOut(), context)
+        }
+        timer = (task, deadline)
+    }
+
+    private func disarm() {
+        deadline = nil
+        timer?.task.cancel()
+        timer = nil
     }
 }

@@ -92,6 +92,25 @@ import Glibc
         }
     }
 
+    /// A connection's guard keeps one timer for the limits a request arms in turn (the header's,
+    /// the body's, the idle wait's) and moves it only when a limit ends sooner: the header
+    /// limit's timer, run out while the connection waits idle, must wait on for the idle limit
+    /// (not close the connection), and then close it.
+    @Test func aKeptConnectionLastsItsIdleTimeThoughAShorterLimitWasArmedFirst() async throws {
+        let h = try ServiceHarness(connections: ConnectionLimits(headerTimeout: .milliseconds(300), bodyTimeout: .milliseconds(300),
+                                                                 idleTimeout: .seconds(3)))
+        defer { h.stop() }
+        try await h.app.test(.live) { client in
+            let c = try RawConnection(port: try #require(client.port))
+            c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await c.readSome(within: .seconds(5))?.hasPrefix("HTTP/1.1 200") == true)
+            try await Task.sleep(for: .seconds(1))  // past the header and body limits, within the idle one
+            c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await c.readSome(within: .seconds(5))?.hasPrefix("HTTP/1.1 200") == true, "closed before its idle time")
+            #expect(await c.readUntilClosed(within: .seconds(10)) != nil, "still open 10 s after its answer")
+        }
+    }
+
     /// A request that asks to close gets an answer that says so, then the close; the others keep
     /// their connection. (Without the header, wrk counted a read error for every such request.)
     @Test func aRequestThatAsksToCloseIsToldItWillBe() async throws {
