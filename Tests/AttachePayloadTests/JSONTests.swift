@@ -17,6 +17,29 @@ import Testing
         #expect(JSONWriter.string(parsed) == #"{"s":"a\"b\\c\né😀/"}"#)
     }
 
+    /// The word-at-a-time scan against the byte-at-a-time rule: every byte value at every place
+    /// of strings from 0 to 24 bytes (a word's every lane, the tail after the last word), in
+    /// strings of a neighbour just below and just above each escaped range.
+    @Test func findsEveryByteThatMustBeEscapedWhereverItIs() {
+        for filler: UInt8 in [0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xff] {
+            for count in 0...24 {
+                var bytes = [UInt8](repeating: filler, count: count)
+                bytes.withUnsafeBufferPointer { #expect(!JSONWriter.needsEscape($0)) }
+                for place in 0..<count {
+                    for value in 0...255 {
+                        bytes[place] = UInt8(value)
+                        let found = bytes.withUnsafeBufferPointer { JSONWriter.needsEscape($0) }
+                        if found != JSONWriter.escaped(UInt8(value)) {
+                            Issue.record("byte \(value) at \(place) of \(count) among \(filler): \(found)")
+                        }
+                    }
+                    bytes[place] = filler
+                }
+            }
+        }
+        #expect(JSONWriter.string(.string("0123456789abcdef\u{1}\"x\\")) == #""0123456789abcdef\u0001\"x\\""#)
+    }
+
     @Test func readsStringsWithoutEscapesAsTheyAre() throws {
         // ASCII, and UTF-8 (two-, three- and four-byte sequences), with no escape to decode.
         let text = #"{"plain":"https://cdn.example.com/a.jpg","é":"Grüße, 東京 😀","":""}"#
