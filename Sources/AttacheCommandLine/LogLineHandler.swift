@@ -48,8 +48,8 @@ public struct LogLineHandler: LogHandler {
         let fields = all.sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
         switch format {
         case .text:
-            let pairs = fields.map { " \($0.0)=\($0.1)" }.joined()
-            return "\(Self.timestamp()) \(event.level)\(label.isEmpty ? "" : " ")\(label):\(pairs) [\(event.source)] \(event.message)\n"
+            let pairs = fields.map { " \($0.0)=\(Self.oneLine($0.1))" }.joined()
+            return "\(Self.timestamp()) \(event.level)\(label.isEmpty ? "" : " ")\(label):\(pairs) [\(event.source)] \(Self.oneLine("\(event.message)"))\n"
         case .json:
             let head = [("level", "\(event.level)"), ("label", label), ("message", "\(event.message)")]
             return "{" + (head + fields).map { "\(quote($0.0)):\(quote($0.1))" }.joined(separator: ",") + "}\n"
@@ -72,12 +72,30 @@ public struct LogLineHandler: LogHandler {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value, radix: 16).leftPad(2)
-            default: out.unicodeScalars.append(scalar)
+            default: Self.append(scalar, to: &out)
             }
         }
         return out + "\""
+    }
+
+    /// A text line's message or value with its control characters escaped as JSON escapes them:
+    /// what a sender wrote (a URL, a header, an error quoting either) cannot start a line of its
+    /// own in the log, which a reader or shipper would take for one Attache wrote.
+    static func oneLine(_ s: String) -> String {
+        guard s.utf8.contains(where: { $0 < 0x20 }) else { return s }
+        var out = ""
+        for scalar in s.unicodeScalars { append(scalar, to: &out) }
+        return out
+    }
+
+    private static func append(_ scalar: Unicode.Scalar, to out: inout String) {
+        switch scalar {
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value, radix: 16).leftPad(2)
+        default: out.unicodeScalars.append(scalar)
+        }
     }
 }
 

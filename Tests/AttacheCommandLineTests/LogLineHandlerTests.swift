@@ -35,6 +35,16 @@ import Testing
         #expect(match.output.1 == "warning attache: a=1 b=3 [Attache] fell back")
     }
 
+    /// A sender's bytes in a message or a value (a URL with a newline, an error quoting it) stay
+    /// on their line: the forged line below is one line, not two.
+    @Test func aTextLineKeepsWhatASenderWroteOnIt() throws {
+        var handler = LogLineHandler(label: "attache", format: .text)
+        handler[metadataKey: "url"] = "https://a.example/x\n2026-12-05T15:20:14+0000 error attache: [Attache] forged"
+        let line = handler.line(for: event("fetch failed: bad\rurl\u{1}\tend"))
+        #expect(line.split(separator: "\n").count == 1 && line.hasSuffix("\n"))
+        #expect(line.hasSuffix(#"url=https://a.example/x\n2026-12-05T15:20:14+0000 error attache: [Attache] forged [Attache] fetch failed: bad\rurl\u0001\tend"# + "\n"))
+    }
+
     @Test func aJSONLineQuotesEveryField() {
         let handler = LogLineHandler(label: "attache", format: .json)
         let line = handler.line(for: event("say \"hi\"\n", metadata: ["url": "a\\b"]))
