@@ -1,3 +1,4 @@
+import AttachePayload
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -52,7 +53,7 @@ public struct LogLineHandler: LogHandler {
             return "\(Self.timestamp()) \(event.level)\(label.isEmpty ? "" : " ")\(label):\(pairs) [\(event.source)] \(Self.oneLine("\(event.message)"))\n"
         case .json:
             let head = [("level", "\(event.level)"), ("label", label), ("message", "\(event.message)")]
-            return "{" + (head + fields).map { "\(quote($0.0)):\(quote($0.1))" }.joined(separator: ",") + "}\n"
+            return "{" + (head + fields).map { "\(Self.quote($0.0)):\(Self.quote($0.1))" }.joined(separator: ",") + "}\n"
         }
     }
 
@@ -66,16 +67,9 @@ public struct LogLineHandler: LogHandler {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            default: Self.append(scalar, to: &out)
-            }
-        }
-        return out + "\""
+    /// A JSON line's key or value: the payload writer's escaping.
+    private static func quote(_ s: String) -> String {
+        JSONWriter.string(.string(s))
     }
 
     /// A text line's message or value with its control characters escaped as JSON escapes them:
@@ -84,18 +78,16 @@ public struct LogLineHandler: LogHandler {
     static func oneLine(_ s: String) -> String {
         guard s.utf8.contains(where: { $0 < 0x20 }) else { return s }
         var out = ""
-        for scalar in s.unicodeScalars { append(scalar, to: &out) }
-        return out
-    }
-
-    private static func append(_ scalar: Unicode.Scalar, to out: inout String) {
-        switch scalar {
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value, radix: 16).leftPad(2)
-        default: out.unicodeScalars.append(scalar)
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value, radix: 16).leftPad(2)
+            default: out.unicodeScalars.append(scalar)
+            }
         }
+        return out
     }
 }
 
