@@ -57,6 +57,6 @@ struct ServerSpanMiddleware<Context: RequestContext>: RouterMiddleware {
     /// template; nil when none matched, where Hummingbird names its own responder instead
     /// (`NotFound`, with no leading slash).
     private static func route(_ context: Context) -> String? {
-        context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil }
+        context.endpointPath.flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil }
     }
 }

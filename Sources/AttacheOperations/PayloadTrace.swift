@@ -198,7 +198,7 @@ public struct ServerSpan: Sendable {
 
     /// Nil when no tracer is bootstrapped. `traceparent`, `tracestate`: the request's W3C Trace
     /// Context fields, the caller's place in its trace.
-    public static func begin(_ request: Request, traceparent: String?, tracestate: String?) -> ServerSpan? {
+    public static func begin(_ request: consuming Request, traceparent: String?, tracestate: String?) -> ServerSpan? {
         guard let tracer = PayloadTrace.tracer else { return nil }
         let parent = AttacheTracer.caller(traceparent: traceparent, tracestate: tracestate)
         return ServerSpan(tracer: tracer, parent: parent, own: tracer.place(under: parent), start: DefaultTracerClock.now.nanosecondsSinceEpoch,

@@ -99,18 +99,26 @@ final class IDGenerator: Sendable {
 
     /// xoshiro256**, never 0.
     func next() -> UInt64 {
-        state.withLock { s in
-            while true {
-                let result = Self.rotate(s.1 &* 5, 7) &* 9
-                let t = s.1 << 17
-                s.2 ^= s.0
-                s.3 ^= s.1
-                s.1 ^= s.2
-                s.0 ^= s.3
-                s.2 ^= t
-                s.3 = Self.rotate(s.3, 45)
-                if result != 0 { return result }
-            }
+        state.withLock { Self.step(&$0) }
+    }
+
+    /// A new trace's two halves and its first span's id, drawn under one lock.
+    func trace() -> (high: UInt64, low: UInt64, span: UInt64) {
+        state.withLock { s in (Self.step(&s), Self.step(&s), Self.step(&s)) }
+    }
+
+    @inline(__always)
+    private static func step(_ s: inout (UInt64, UInt64, UInt64, UInt64)) -> UInt64 {
+        while true {
+            let result = rotate(s.1 &* 5, 7) &* 9
+            let t = s.1 << 17
+            s.2 ^= s.0
+            s.3 ^= s.1
+            s.1 ^= s.2
+            s.0 ^= s.3
+            s.2 ^= t
+            s.3 = rotate(s.3, 45)
+            if result != 0 { return result }
         }
     }
 

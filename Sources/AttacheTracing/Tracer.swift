@@ -89,9 +89,13 @@ public final class AttacheTracer: Tracer, Sendable {
 
     /// A new span's ids and sampling decision: in its parent's trace, or a new one.
     public func place(under parent: TraceContext?) -> TraceContext {
-        let (high, low) = parent.map { ($0.traceHigh, $0.traceLow) } ?? (ids.next(), ids.next())
-        return TraceContext(traceHigh: high, traceLow: low, spanID: ids.next(),
-                            sampled: sampler.samples(traceLow: low, parent: parent), traceState: parent?.traceState)
+        guard let parent else {
+            let new = ids.trace()
+            return TraceContext(traceHigh: new.high, traceLow: new.low, spanID: new.span, sampled: sampler.samples(traceLow: new.low, parent: nil),
+                                traceState: nil)
+        }
+        return TraceContext(traceHigh: parent.traceHigh, traceLow: parent.traceLow, spanID: ids.next(),
+                            sampled: sampler.samples(traceLow: parent.traceLow, parent: parent), traceState: parent.traceState)
     }
 
     public func forceFlush() { buffer.wake() }
