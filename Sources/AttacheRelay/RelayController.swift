@@ -20,6 +20,13 @@ enum Provider: Sendable {
     /// reads it from every answer (aioapns drops the connection without it); Google's
     /// `{"error": {"code", "message", "status"}}`.
     func error(_ status: Int, _ reason: String, request: RelayRequest? = nil, outcome: String? = nil, budget: Duration? = nil) -> RelayAnswer {
+        error(status, reason, fields: request?.fields, outcome: outcome, budget: budget)
+    }
+
+    /// `error`, given the request's fields (all it reads of the request).
+    func error(_ status: Int, _ reason: String, fields requestFields: [HeaderField]?, outcome: String? = nil, budget: Duration? = nil)
+        -> RelayAnswer
+    {
         let body: JSONValue
         switch self {
         case .apns:
@@ -32,7 +39,10 @@ enum Provider: Sendable {
             ]))]))
         }
         var fields = [HeaderField(name: "content-type", value: "application/json")]
-        if self == .apns { fields.append(HeaderField(name: "apns-id", value: request?.field("apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString)) }
+        if self == .apns {
+            let id = requestFields?.first { $0.name == "apns-id" }?.value
+            fields.append(HeaderField(name: "apns-id", value: id.flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString))
+        }
         return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)), outcome: outcome, budget: budget)
     }
 }
@@ -370,10 +380,13 @@ struct RelayController: Sendable {
     private func forward(_ request: RelayRequest, provider: Provider, body: ByteBuffer, authorization: String?, outcome: String,
                          budget: Duration) -> EventLoopFuture<RelayAnswer> {
         let (metrics, logger) = (metrics, logger)
+        // What the answer to a request not sent reads of it: the closure holds its fields, not
+        // a copy of the whole request.
+        let fields = request.fields
         // The one future of a forwarded request: the layers below hand the answer back by a call.
         let relayed = (request.loop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any())
             .makePromise(of: RelayAnswer.self)
-        forwarder.forward(provider, path: request.path, fields: request.fields, authorization: authorization, via: "2 " + hop, body: body,
+        forwarder.forward(provider, path: request.path, fields: fields, authorization: authorization, via: "2 " + hop, body: body,
                           timeout: configuration.upstreamTimeout, on: relayed.futureResult.eventLoop) { result in
             switch result {
             case .success(let answer):
@@ -383,7 +396,7 @@ struct RelayController: Sendable {
             case .failure(let error):
                 logger.warning("upstream not reached", metadata: ["attache.error": "\(error)"])
                 metrics.relayed(status: 503)
-                relayed.succeed(provider.error(503, "ServiceUnavailable", request: request, outcome: Self.undelivered(outcome), budget: budget))
+                relayed.succeed(provider.error(503, "ServiceUnavailable", fields: fields, outcome: Self.undelivered(outcome), budget: budget))
             }
         }
         return relayed.futureResult

@@ -77,11 +77,10 @@ final class RelayStreams: ChannelInboundHandler {
             opened(id, headers: headers.headers, endStream: headers.endStream)
         case .data(let data):
             if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
-            // Found once, and marked by its place: the request is out of the table while its
-            // body grows (not copied).
-            guard let index = streams.index(forKey: id), case .body(var request, let provider, let app, var streamWindow) = streams.values[index]
+            // Found once, and taken out of its place (marked answering): the request is out of
+            // the table while its body grows, neither copied nor left shared.
+            guard let index = streams.index(forKey: id), case .body(var request, let provider, let app, var streamWindow) = Self.take(&streams.values[index])
             else { return }
-            streams.values[index] = .answering
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
@@ -106,6 +105,13 @@ final class RelayStreams: ChannelInboundHandler {
         default:
             break
         }
+    }
+
+    /// What `stream` held, `stream` now answering.
+    private static func take(_ stream: inout Stream) -> Stream {
+        var taken = Stream.answering
+        swap(&taken, &stream)
+        return taken
     }
 
     /// A new stream's HEADERS: reset when malformed, refused past the limit in flight, answered
@@ -181,7 +187,8 @@ final class RelayStreams: ChannelInboundHandler {
 
     /// The answer, on a stream still open (one the client reset has nobody to read it).
     private func write(_ answer: RelayAnswer, on id: HTTP2StreamID) {
-        guard let context, streams[id] != nil else { return }
+        // Looked up by its key alone: reading the entry would copy the request it may hold.
+        guard let context, streams.index(forKey: id) != nil else { return }
         // Made from pairs, as `Connection.send` makes the upstream's head: `HPACKHeaders.add`
         // checks each name byte by byte, and these are the relay's own or checked as read.
         var pairs: [(String, String)] = []

@@ -88,11 +88,19 @@ final class UpstreamConnections: Sendable {
         }
     }
 
-    /// A request as the relay forwards it.
-    struct Exchange: Sendable {
-        var path: String
-        var fields: [HeaderField]
-        var body: ByteBuffer
+    /// A request as the relay forwards it. A class: it is handed down through a retry, a pool
+    /// and a connection's pending streams, and a struct of three references was copied at each
+    /// (eight times a request).
+    final class Exchange: Sendable {
+        let path: String
+        let fields: [HeaderField]
+        let body: ByteBuffer
+
+        init(path: String, fields: [HeaderField], body: ByteBuffer) {
+            self.path = path
+            self.fields = fields
+            self.body = body
+        }
     }
 
     let origin: Origin
@@ -104,6 +112,22 @@ final class UpstreamConnections: Sendable {
         var open: [Connection] = []
         /// The connection being opened, if one is (one at a time per loop).
         var connecting: (attempt: Int, future: EventLoopFuture<Connection>)?
+
+        /// The least busy connection, once those closed or going away are dropped (no new stream
+        /// goes there; those in flight finish); and the one being opened.
+        mutating func leastBusy() -> (best: Connection?, connecting: EventLoopFuture<Connection>?) {
+            var best: Connection?
+            var unusable = false
+            for connection in open {
+                guard connection.isUsable else {
+                    unusable = true
+                    continue
+                }
+                if best.map({ connection.load.inFlight < $0.load.inFlight }) ?? true { best = connection }
+            }
+            if unusable { open.removeAll { !$0.isUsable } }
+            return (best, connecting?.future)
+        }
     }
 
     private struct State {
@@ -173,23 +197,23 @@ final class UpstreamConnections: Sendable {
         let key = ObjectIdentifier(loop)
         var started: (attempt: Int, future: EventLoopFuture<Connection>)?
         let choice = state.withLockedValue { state -> Choice in
-            var pool = state.pools[key] ?? Pool()
-            defer { state.pools[key] = pool }
-            // Closed or going away: no new stream goes there (those in flight finish).
-            pool.open.removeAll { !$0.isUsable }
-            let best = pool.open.min { $0.load.inFlight < $1.load.inFlight }
-            if best.map({ $0.load.isFull }) ?? true, pool.connecting == nil, pool.open.count < perLoop {
+            // The loop's pool is changed where it is: copied out of the dictionary and written
+            // back, its list of connections was copied for every request.
+            var (best, opening) = state.pools[key, default: Pool()].leastBusy()
+            if best.map({ $0.load.isFull }) ?? true, opening == nil, state.pools[key]!.open.count < perLoop {
                 state.attempts += 1
-                started = (state.attempts, connect(on: loop))
-                pool.connecting = started
+                let attempt = (state.attempts, connect(on: loop))
+                state.pools[key]!.connecting = attempt
+                started = attempt
+                opening = attempt.1
             }
             // A full connection takes more only when no other is opening: a burst waits for the
             // new one rather than queueing behind the streams of the old.
-            if let best, !best.load.isFull || pool.connecting == nil { return .ready(best) }
+            if let best, !best.load.isFull || opening == nil { return .ready(best) }
             if best == nil, let elsewhere = state.pools.values.lazy.flatMap(\.open).first(where: { $0.isUsable && !$0.load.isFull }) {
                 return .ready(elsewhere)
             }
-            return .wait(pool.connecting!.future)
+            return .wait(opening!)
         }
         if let (attempt, future) = started {
             // Registered outside the lock: a connect that failed at once completes the future here.
