@@ -103,40 +103,135 @@ public struct AttachmentEntry: Sendable, Equatable {
 
     /// `record`: with what stays out of payloads (the Android copy's URL), for the shared results.
     public func json(trim: Int = 0, record: Bool = false) -> JSONValue {
-        // Each key once, so members are appended, not looked for first: an entry is made for
-        // every attachment of every payload written.
-        var o = JSONObject()
-        o.members.reserveCapacity(12)
-        func put(_ key: String, _ value: JSONValue) { o.members.append(JSONObject.Member(key: key, value: value)) }
-        put("id", .string(id))
-        put("url", .string(url))
-        put("type", .string(type))
+        var tree = EntryTree()
+        describe(trim: trim, record: record, into: &tree)
+        return .object(tree.objects[0])
+    }
+
+    /// The entry's members, in order, said once for both ways an entry is written: as a JSON
+    /// tree (`json`), and straight as bytes into a payload (`PayloadBudget.fit`), which for every
+    /// enriched notification built the tree only to write it and free it.
+    func describe<Sink: EntrySink & ~Copyable>(trim: Int, record: Bool, into sink: inout Sink) {
+        sink.member("id", .string(id))
+        sink.member("url", .string(url))
+        sink.member("type", .string(type))
         if trim < 2 {
-            put("bytes", .int(bytes))
-            if let frames { put("frames", .int(frames)) }
-            if let duration { put("duration", .double(duration)) }
-            if let convertedFrom { put("converted-from", .string(convertedFrom.rawValue)) }
+            sink.member("bytes", .int(bytes))
+            if let frames { sink.member("frames", .int(frames)) }
+            if let duration { sink.member("duration", .double(duration)) }
+            if let convertedFrom { sink.member("converted-from", .string(convertedFrom.rawValue)) }
         }
         if trim < 3 {
-            if let width { put("width", .int(width)) }
-            if let height { put("height", .int(height)) }
+            if let width { sink.member("width", .int(width)) }
+            if let height { sink.member("height", .int(height)) }
         }
         if trim < 4, let thumbnail {
-            put("thumbnail", .object(JSONObject(["url": .string(thumbnail.url), "width": .int(thumbnail.width), "height": .int(thumbnail.height)])))
+            sink.begin("thumbnail")
+            sink.member("url", .string(thumbnail.url))
+            sink.member("width", .int(thumbnail.width))
+            sink.member("height", .int(thumbnail.height))
+            sink.end()
         }
-        if trim < 1, let thumbhash { put("thumbhash", .string(thumbhash)) }
+        if trim < 1, let thumbhash { sink.member("thumbhash", .string(thumbhash)) }
         if trim < 1, let gif {
-            put("gif", .object(JSONObject(["url": .string(gif.url), "width": .int(gif.width), "height": .int(gif.height), "bytes": .int(gif.bytes)])))
+            sink.begin("gif")
+            sink.member("url", .string(gif.url))
+            sink.member("width", .int(gif.width))
+            sink.member("height", .int(gif.height))
+            sink.member("bytes", .int(gif.bytes))
+            sink.end()
         }
-        if record, let androidURL { put("android-url", .string(androidURL)) }
+        if record, let androidURL { sink.member("android-url", .string(androidURL)) }
         if let rect = options.clippingRect {
-            put("thumbnail-clipping-rect", .object(JSONObject([
-                "x": .double(rect.x), "y": .double(rect.y), "width": .double(rect.width), "height": .double(rect.height),
-            ])))
+            sink.begin("thumbnail-clipping-rect")
+            sink.member("x", .double(rect.x))
+            sink.member("y", .double(rect.y))
+            sink.member("width", .double(rect.width))
+            sink.member("height", .double(rect.height))
+            sink.end()
         }
-        if let time = options.thumbnailTime { put("thumbnail-time", .double(time)) }
-        if let hidden = options.thumbnailHidden { put("thumbnail-hidden", .bool(hidden)) }
-        return .object(o)
+        if let time = options.thumbnailTime { sink.member("thumbnail-time", .double(time)) }
+        if let hidden = options.thumbnailHidden { sink.member("thumbnail-hidden", .bool(hidden)) }
+    }
+}
+
+/// Where `AttachmentEntry.describe` puts an entry's members: an object's, and objects within it.
+protocol EntrySink: ~Copyable {
+    mutating func member(_ key: String, _ value: JSONValue)
+    /// An object under `key`, whose members follow until `end`.
+    mutating func begin(_ key: String)
+    mutating func end()
+}
+
+/// An entry as a JSON tree.
+private struct EntryTree: EntrySink {
+    /// The entry's object, then the one being filled within it.
+    var objects = [JSONObject()]
+    var keys: [String] = []
+
+    init() {
+        objects[0].members.reserveCapacity(12)
+    }
+
+    mutating func member(_ key: String, _ value: JSONValue) {
+        objects[objects.count - 1].members.append(JSONObject.Member(key: key, value: value))
+    }
+
+    mutating func begin(_ key: String) {
+        keys.append(key)
+        objects.append(JSONObject())
+    }
+
+    mutating func end() {
+        let object = objects.removeLast()
+        member(keys.removeLast(), .object(object))
+    }
+}
+
+/// Entries written as the JSON writer writes their trees, into a payload being written.
+private struct EntryBytes: EntrySink, ~Copyable {
+    var out: JSONWriter.Output
+    /// Whether the object being written has no member yet.
+    var empty = true
+
+    init(_ out: consuming JSONWriter.Output) {
+        self.out = out
+    }
+
+    mutating func member(_ key: String, _ value: JSONValue) {
+        if !empty { out.append(UInt8(ascii: ",")) }
+        empty = false
+        JSONWriter.writeString(key, into: &out)
+        out.append(UInt8(ascii: ":"))
+        JSONWriter.write(value, into: &out)
+    }
+
+    mutating func begin(_ key: String) {
+        if !empty { out.append(UInt8(ascii: ",")) }
+        JSONWriter.writeString(key, into: &out)
+        out.append(UInt8(ascii: ":"))
+        out.append(UInt8(ascii: "{"))
+        empty = true
+    }
+
+    mutating func end() {
+        out.append(UInt8(ascii: "}"))
+        empty = false
+    }
+
+    /// `entries` as a JSON array, trimmed by `trim` (`AttachmentEntry.trimLevels`).
+    static func write(_ entries: [AttachmentEntry], trim: Int, into out: inout JSONWriter.Output) {
+        var sink = EntryBytes(consume out)
+        sink.out.append(UInt8(ascii: "["))
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { sink.out.append(UInt8(ascii: ",")) }
+            sink.out.append(UInt8(ascii: "{"))
+            sink.empty = true
+            entry.describe(trim: trim, record: false, into: &sink)
+            sink.out.append(UInt8(ascii: "}"))
+        }
+        sink.out.append(UInt8(ascii: "]"))
+        out = sink.out
     }
 }
 
@@ -148,11 +243,32 @@ public enum PayloadBudget {
     /// The smallest-trimmed encoding of `root` plus `entries` under `key` that fits in `maxBytes`,
     /// or nil when even the most trimmed one does not.
     public static func fit(_ root: JSONObject, entries: [AttachmentEntry], key: String, maxBytes: Int) -> [UInt8]? {
+        // Written as the root with the entries set under `key` (`root[key] = …`) would be: in
+        // place of the root's own member of that name, else last; the root is not copied to set
+        // them.
+        let members = root.members
+        let place = members.firstIndex { $0.key == key }
         for trim in 0...AttachmentEntry.trimLevels {
-            var object = root
-            object[key] = .array(entries.map { $0.json(trim: trim) })
-            let bytes = JSONWriter.bytes(.object(object))
-            if bytes.count <= maxBytes { return bytes }
+            var out = JSONWriter.Output(capacity: 1024)
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONWriter.writeString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                if index == place {
+                    EntryBytes.write(entries, trim: trim, into: &out)
+                } else {
+                    JSONWriter.write(member.value, into: &out)
+                }
+            }
+            if place == nil {
+                if !members.isEmpty { out.append(UInt8(ascii: ",")) }
+                JSONWriter.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                EntryBytes.write(entries, trim: trim, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+            if out.count <= maxBytes { return out.bytes }
         }
         return nil
     }

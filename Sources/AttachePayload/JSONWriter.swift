@@ -2,33 +2,91 @@
 /// (UTF-8 stays UTF-8, which is also what keeps an APNs payload small).
 public enum JSONWriter {
     public static func bytes(_ value: JSONValue) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(1024)
+        var out = Output(capacity: 1024)
         write(value, into: &out)
-        return out
+        return out.bytes
     }
 
     public static func string(_ value: JSONValue) -> String {
         String(decoding: bytes(value), as: UTF8.self)
     }
 
-    static func write(_ value: JSONValue, into out: inout [UInt8]) {
+    /// What a document is written into: bytes of its own, grown by doubling. An array appended
+    /// to checked its uniqueness and capacity, and went through a generic `append(contentsOf:)`,
+    /// at each of the hundred-odd pieces of a payload, which is written again for every
+    /// notification the service or the relay enriches.
+    struct Output: ~Copyable {
+        private var base: UnsafeMutablePointer<UInt8>
+        private(set) var count = 0
+        private var capacity: Int
+
+        init(capacity: Int) {
+            self.capacity = max(16, capacity)
+            base = .allocate(capacity: self.capacity)
+        }
+
+        deinit { base.deallocate() }
+
+        /// What was written, as an array of its own.
+        var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+        @inline(__always)
+        mutating func append(_ byte: UInt8) {
+            if count == capacity { grow(by: 1) }
+            base[count] = byte
+            count &+= 1
+        }
+
+        @inline(__always)
+        mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let from = bytes.baseAddress else { return }
+            if bytes.count > capacity &- count { grow(by: bytes.count) }
+            (base + count).update(from: from, count: bytes.count)
+            count &+= bytes.count
+        }
+
+        mutating func append(_ text: StaticString) {
+            text.withUTF8Buffer { append($0) }
+        }
+
+        /// A string's UTF-8 bytes, read where they are when it has them contiguous.
+        mutating func append(utf8 s: String) {
+            if s.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
+            var copy = s
+            copy.withUTF8 { append($0) }
+        }
+
+        private mutating func grow(by needed: Int) {
+            let larger = max(capacity * 2, count + needed)
+            let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+            moved.update(from: base, count: count)
+            base.deallocate()
+            base = moved
+            capacity = larger
+        }
+    }
+
+    static func write(_ value: JSONValue, into out: inout Output) {
         switch value {
-        case .null: out.append(contentsOf: "null".utf8)
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .number(let n): out.append(contentsOf: n.utf8)
+        case .null: out.append("null")
+        case .bool(let b): out.append(b ? "true" : "false")
+        case .number(let n): out.append(utf8: n)
         case .string(let s): writeString(s, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
-            for (i, item) in items.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
+            var first = true
+            for item in items {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
                 write(item, into: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            for (i, member) in object.members.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
+            var first = true
+            for member in object.members {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
                 writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
                 write(member.value, into: &out)
@@ -37,7 +95,7 @@ public enum JSONWriter {
         }
     }
 
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    static func writeString(_ s: String, into out: inout Output) {
         out.append(UInt8(ascii: "\""))
         // A native string's bytes are read where they are (a copy of `s` to call `withUTF8` on
         // costs a uniqueness check and a retain per string, and a payload is 20-odd strings).
@@ -51,25 +109,29 @@ public enum JSONWriter {
     /// Runs that need no escape (nearly every string) go in whole: a payload is written again for
     /// every notification the relay or the service enriches, and a byte at a time cost more than
     /// the rest of writing it.
-    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout Output) {
         guard needsEscape(bytes) else {
-            out.append(contentsOf: bytes)
+            out.append(bytes)
             return
         }
         var start = 0
         for (i, b) in bytes.enumerated() where escaped(b) {
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+            out.append(UnsafeBufferPointer(rebasing: bytes[start..<i]))
             start = i + 1
+            out.append(0x5c)
             switch b {
-            case 0x22: out.append(contentsOf: [0x5c, 0x22])
-            case 0x5c: out.append(contentsOf: [0x5c, 0x5c])
-            case 0x0a: out.append(contentsOf: [0x5c, UInt8(ascii: "n")])
-            case 0x0d: out.append(contentsOf: [0x5c, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5c, UInt8(ascii: "t")])
-            default: out.append(contentsOf: [0x5c, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
+            case 0x22: out.append(0x22)
+            case 0x5c: out.append(0x5c)
+            case 0x0a: out.append(UInt8(ascii: "n"))
+            case 0x0d: out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "t"))
+            default:
+                out.append("u00")
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 15)])
             }
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        out.append(UnsafeBufferPointer(rebasing: bytes[start...]))
     }
 
     /// Whether any byte must be escaped, 8 bytes a step: a byte at a time, the scan cost more
