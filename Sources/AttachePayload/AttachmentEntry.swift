@@ -199,19 +199,22 @@ private struct EntryBytes: EntrySink, ~Copyable {
     }
 
     mutating func member(_ key: String, _ value: JSONValue) {
-        if !empty { out.append(UInt8(ascii: ",")) }
-        empty = false
-        JSONWriter.writeString(key, into: &out)
-        out.append(UInt8(ascii: ":"))
+        next(key)
         JSONWriter.write(value, into: &out)
     }
 
     mutating func begin(_ key: String) {
-        if !empty { out.append(UInt8(ascii: ",")) }
-        JSONWriter.writeString(key, into: &out)
-        out.append(UInt8(ascii: ":"))
+        next(key)
         out.append(UInt8(ascii: "{"))
         empty = true
+    }
+
+    /// A member's key, after a comma unless it is the object's first.
+    @inline(__always)
+    private mutating func next(_ key: String) {
+        if !empty { out.append(UInt8(ascii: ",")) }
+        empty = false
+        JSONWriter.writeKey(key, into: &out)
     }
 
     mutating func end() {
@@ -253,8 +256,7 @@ public enum PayloadBudget {
             out.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.writeString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
+                JSONWriter.writeKey(member.key, into: &out)
                 if index == place {
                     EntryBytes.write(entries, trim: trim, into: &out)
                 } else {
@@ -263,8 +265,7 @@ public enum PayloadBudget {
             }
             if place == nil {
                 if !members.isEmpty { out.append(UInt8(ascii: ",")) }
-                JSONWriter.writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
+                JSONWriter.writeKey(key, into: &out)
                 EntryBytes.write(entries, trim: trim, into: &out)
             }
             out.append(UInt8(ascii: "}"))

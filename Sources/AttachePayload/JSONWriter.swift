@@ -8,7 +8,9 @@ public enum JSONWriter {
     }
 
     public static func string(_ value: JSONValue) -> String {
-        String(decoding: bytes(value), as: UTF8.self)
+        var out = Output(capacity: 256)
+        write(value, into: &out)
+        return out.text
     }
 
     /// What a document is written into: bytes of its own, grown by doubling. An array appended
@@ -30,6 +32,9 @@ public enum JSONWriter {
         /// What was written, as an array of its own.
         var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+        /// What was written, as a string (copied once, not through an array).
+        var text: String { String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self) }
+
         @inline(__always)
         mutating func append(_ byte: UInt8) {
             if count == capacity { grow(by: 1) }
@@ -49,11 +54,9 @@ public enum JSONWriter {
             text.withUTF8Buffer { append($0) }
         }
 
-        /// A string's UTF-8 bytes, read where they are when it has them contiguous.
+        /// A string's UTF-8 bytes.
         mutating func append(utf8 s: String) {
-            if s.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
-            var copy = s
-            copy.withUTF8 { append($0) }
+            JSONWriter.withUTF8(of: s) { append($0) }
         }
 
         private mutating func grow(by needed: Int) {
@@ -87,23 +90,33 @@ public enum JSONWriter {
             for member in object.members {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                writeString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
+                writeKey(member.key, into: &out)
                 write(member.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
     }
 
+    /// An object member's key and its colon.
+    static func writeKey(_ key: String, into out: inout Output) {
+        writeString(key, into: &out)
+        out.append(UInt8(ascii: ":"))
+    }
+
     static func writeString(_ s: String, into out: inout Output) {
         out.append(UInt8(ascii: "\""))
-        // A native string's bytes are read where they are (a copy of `s` to call `withUTF8` on
-        // costs a uniqueness check and a retain per string, and a payload is 20-odd strings).
-        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, into: &out) }) == nil {
-            var copy = s
-            copy.withUTF8 { writeEscaped($0, into: &out) }
-        }
+        withUTF8(of: s) { writeEscaped($0, into: &out) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// `body` with a string's UTF-8 bytes: a native string's read where they are (a copy of `s`
+    /// to call `withUTF8` on costs a uniqueness check and a retain per string, and a payload is
+    /// 20-odd strings).
+    @inline(__always)
+    static func withUTF8(of s: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        if s.utf8.withContiguousStorageIfAvailable(body) != nil { return }
+        var copy = s
+        copy.withUTF8(body)
     }
 
     /// Runs that need no escape (nearly every string) go in whole: a payload is written again for

@@ -40,8 +40,8 @@ enum Provider: Sendable {
         }
         var fields = [HeaderField(name: "content-type", value: "application/json")]
         if self == .apns {
-            let id = requestFields?.first { $0.name == "apns-id" }?.value
-            fields.append(HeaderField(name: "apns-id", value: id.flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString))
+            let id = requestFields?.first("apns-id").flatMap { $0.isEmpty ? nil : $0 }
+            fields.append(HeaderField(name: "apns-id", value: id ?? UUID().uuidString))
         }
         return RelayAnswer(status: status, fields: fields, body: ByteBuffer(bytes: JSONWriter.bytes(body)), outcome: outcome, budget: budget)
     }
@@ -80,11 +80,6 @@ struct RelayRequest: Sendable {
     mutating func append(_ field: HeaderField) {
         known.note(field.name, at: fields.count)
         fields.append(field)
-    }
-
-    /// The first value of the field `name` (lower case).
-    func field(_ name: String) -> String? {
-        fields.first { $0.name == name }?.value
     }
 
     /// `apns-topic`: whose app the notification is for.

@@ -147,8 +147,8 @@ final class RelayStreams: ChannelInboundHandler {
     /// on this loop too (its extension's task as well), which sends it upstream on a connection
     /// of this loop, whose answer is written from here: with the media cached, no thread hop.
     private func send(_ id: HTTP2StreamID) {
-        guard case .body(let request, let provider, let app, _)? = streams[id] else { return }
-        streams[id] = .answering
+        guard let index = streams.index(forKey: id), case .body(let request, let provider, let app, _) = Self.take(&streams.values[index])
+        else { return }
         forward(id, request, provider: provider, app: app)
     }
 

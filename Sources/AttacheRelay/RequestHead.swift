@@ -14,6 +14,13 @@ public struct HeaderField: Sendable, Equatable {
     }
 }
 
+extension [HeaderField] {
+    /// The first value of the field `name` (lower case).
+    func first(_ name: String) -> String? {
+        first { $0.name == name }?.value
+    }
+}
+
 /// A few field names, asked about for every field of every relayed request and answer: kept by
 /// length, so a name is compared only with those as long as it, and never hashed.
 struct FieldNames: Sendable {
