@@ -84,14 +84,16 @@ start_apns_upstream() {
   upstream=$!
 }
 
-# start_span_sink LOG: Tests/cli/otlp.py's sink (an OTLP/HTTP endpoint that answers at once and
-# counts the spans it was sent only when stopped) on a free port, niced: it stands for a collector
-# on another host, so it takes as little as it can of the cores the services are measured on.
-# Sets $sink (its port) and $sink_pid.
+# start_span_sink LOG: Benchmarks/tools/otlp_sink.c (an OTLP/HTTP endpoint that answers at once
+# and counts the spans as they arrive, keeping nothing), built beside LOG, on a free port, niced:
+# it stands for a collector on another host, so it takes as little as it can of the cores the
+# services are measured on. Sets $sink (its port) and $sink_pid, once it listens.
 start_span_sink() {
+  cc -O2 -o "$1.bin" Benchmarks/tools/otlp_sink.c
   sink=$(free_port)
-  nice -n 19 python3 Tests/cli/otlp.py sink "$sink" > "$1" 2>&1 &
+  nice -n 19 "$1.bin" "$sink" > "$1" 2>&1 &
   sink_pid=$!
+  for _ in $(seq 50); do grep -q listening "$1" 2>/dev/null && break; sleep 0.1; done
 }
 
 # stop_span_sink LOG: stops the sink, which writes what it received on its way out; sets $spans

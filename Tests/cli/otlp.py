@@ -6,14 +6,6 @@ otlp.py serve PORT SPANS.jsonl [CERT KEY]
     appending one JSON line per span: ids in hex, name, kind, parent, start and end in ns, status,
     attributes, and the resource's service.name. Prints "listening" once bound. With CERT and
     KEY (PEM files), over TLS, as a collector's https endpoint.
-otlp.py sink PORT
-    Answers POST /v1/traces with an empty ExportTraceServiceResponse at once, and on SIGTERM's way
-    out prints the exports, spans and bytes it received: a collector that costs the exporter
-    nothing, for the benchmarks (Benchmarks/serve.sh and relay.sh, which compare the spans with
-    the payloads sent, so that spans the exporter dropped show). It holds each request's bytes
-    and counts their spans, from the protobuf wire format itself, only on the way out: a
-    collector runs on a host of its own, and counting as the spans arrive took a few percent of
-    the cores the benchmarks measure Attache on.
 otlp.py tree SPANS.jsonl TRACE_ID PARENT_SPAN_ID DOOR
     Checks the span tree of one payload enriched through DOOR (service, relay or worker) under the
     caller's trace: an attache.enrich span in TRACE_ID whose parent is PARENT_SPAN_ID (the caller's,
@@ -36,66 +28,16 @@ def value(v):
     return getattr(v, kind) if kind else None
 
 
-def varint(data, i):
-    value = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, i
-
-
-def count_spans(body):
-    """Spans in an ExportTraceServiceRequest: resource_spans (1) > scope_spans (2) > spans (2),
-    walked in place: each span's bytes are skipped, not copied, so that the sink takes as little
-    as it can of the cores it shares with the exporter it measures."""
-    data = memoryview(body)
-    return sum(1 for rs in nested(data, 0, len(data), 1) for ss in nested(data, *rs, 2) for _ in nested(data, *ss, 2))
-
-
-def nested(data, i, end, number):
-    """The (start, end) of each length-delimited field `number` of the message at data[i:end]."""
-    while i < end:
-        key, i = varint(data, i)
-        kind = key & 7
-        if kind == 0:
-            _, i = varint(data, i)
-        elif kind == 2:
-            size, i = varint(data, i)
-            if key >> 3 == number:
-                yield i, i + size
-            i += size
-        elif kind in (1, 5):
-            i += 8 if kind == 1 else 4
-        else:
-            raise ValueError(f"wire type {kind}")
-
-
-def serve(port, path=None, cert=None, key=None):
-    # Only the receiver decodes: the sink runs where the package may not be installed.
-    if path is not None:
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-    received = [0, 0, 0]
-    held = []
+def serve(port, path, cert=None, key=None):
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            received[0] += 1
-            received[1] += len(body)
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
-            if path is None:
-                held.append(body)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
             if self.path != "/v1/traces" or "protobuf" not in self.headers.get("Content-Type", ""):
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -132,11 +74,7 @@ def serve(port, path=None, cert=None, key=None):
         server.socket = context.wrap_socket(server.socket, server_side=True)
     print("listening", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        server.serve_forever()
-    finally:
-        received[2] = sum(count_spans(body) for body in held)
-        print(f"received {received[0]} exports, {received[2]} spans, {received[1]} bytes", flush=True)
+    server.serve_forever()
 
 
 STAGES = {"dns", "connect", "tls", "first_byte", "download", "inspect", "render", "transcode", "store"}
@@ -191,8 +129,6 @@ if __name__ == "__main__":
     command, *args = sys.argv[1:]
     if command == "serve":
         serve(*args)
-    elif command == "sink":
-        serve(args[0])
     else:
         try:
             tree(*args)
