@@ -26,11 +26,14 @@ struct LabCommand: LongRunningCommand {
         """
     )
 
+    /// The flags' defaults are the lab's own, written once in `LabConfiguration`.
+    private static let defaults = LabConfiguration()
+
     @Option(help: "Address to listen on; anything but loopback needs --token.")
-    var host: String = "127.0.0.1"
+    var host: String = LabCommand.defaults.host
 
     @Option(help: "Port; 0 is a free one, printed at start.")
-    var port: Int = 0
+    var port: Int = LabCommand.defaults.port
 
     @OptionGroup var token: TokenOptionGroup
 
@@ -41,10 +44,10 @@ struct LabCommand: LongRunningCommand {
     var open = false
 
     @Option(help: "Payloads enriched at once, a sweep's runs included.")
-    var maxRuns: Int = 4
+    var maxRuns: Int = LabCommand.defaults.maxRunsAtOnce
 
     @Option(help: "Most runs in one sweep, deadlines × faults.")
-    var maxSweepCells: Int = 64
+    var maxSweepCells: Int = LabCommand.defaults.maxSweepCells
 
     @OptionGroup var process: ProcessOptionGroup
 
