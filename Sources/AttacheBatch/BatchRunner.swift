@@ -23,8 +23,11 @@ extension BatchRunner {
         /// Process only inputs whose position p (0-based) has p % count == index.
         public var shard: (index: Int, count: Int)?
 
+        /// Payloads enriched at once when the caller names no number (`attache batch --concurrency`).
+        public static let defaultConcurrency = 16
+
         public init(input: BatchInput, output: String, outputIsDirectory: Bool = false, report: String? = nil, rejects: String? = nil,
-                    concurrency: Int = 16, resume: Bool = false, shard: (index: Int, count: Int)? = nil) {
+                    concurrency: Int = Configuration.defaultConcurrency, resume: Bool = false, shard: (index: Int, count: Int)? = nil) {
             self.input = input
             self.output = output
             self.outputIsDirectory = outputIsDirectory

@@ -43,7 +43,7 @@ struct BatchCommand: AsyncParsableCommand {
     var rejects: String?
 
     @Option(help: "Payloads enriched at once.")
-    var concurrency: Int = 16
+    var concurrency: Int = BatchRunner.Configuration.defaultConcurrency
 
     @Flag(help: "Continue an interrupted batch from its report.")
     var resume = false

@@ -29,10 +29,10 @@ struct FetchCommand: AsyncParsableCommand {
     var parallel: Int = 64
 
     @Option(help: "Connections per host.")
-    var maxConnectionsPerHost: Int = 16
+    var maxConnectionsPerHost: Int = FetchEngine.Configuration().maxConnectionsPerHost
 
     @Option(help: "Transfers per origin handed to libcurl at once; the rest wait in the engine, in order.")
-    var maxTransfersPerOrigin: Int = 64
+    var maxTransfersPerOrigin: Int = FetchEngine.Configuration().maxTransfersPerOrigin
 
     @Option(help: "Byte cap per transfer.")
     var maxBytes: Int = 50_000_000

@@ -18,7 +18,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
     var output: String
 
     @Option(help: "Longest edge in pixels.")
-    var size: Int = 320
+    var size: Int = RenderOptions().thumbnailSize
 
     @Option(help: "Movies: seconds into the clip.")
     var time: Double?
