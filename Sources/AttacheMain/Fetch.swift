@@ -28,11 +28,13 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Transfers at once (as curl's --parallel-max); the rest start as these finish.")
     var parallel: Int = 64
 
+    private static let defaults = FetchEngine.Configuration()
+
     @Option(help: "Connections per host.")
-    var maxConnectionsPerHost: Int = FetchEngine.Configuration().maxConnectionsPerHost
+    var maxConnectionsPerHost: Int = defaults.maxConnectionsPerHost
 
     @Option(help: "Transfers per origin handed to libcurl at once; the rest wait in the engine, in order.")
-    var maxTransfersPerOrigin: Int = FetchEngine.Configuration().maxTransfersPerOrigin
+    var maxTransfersPerOrigin: Int = defaults.maxTransfersPerOrigin
 
     @Option(help: "Byte cap per transfer.")
     var maxBytes: Int = 50_000_000
