@@ -19,18 +19,24 @@ public func buildApplication(
     metrics: EnrichmentMetrics = EnrichmentMetrics(),
     logger: Logger = Logger(label: "attache.server"),
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
-) -> some ApplicationProtocol {
+) -> any ApplicationProtocol {
     let connections = Connections()
     let router = buildRouter(configuration: configuration, enrichment: enrichment, tenants: tenants, registry: registry,
                              metrics: metrics, connections: connections)
     let limits = configuration.connections
-    return Application(
-        router: router,
-        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: connections)])),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
-        onServerRunning: onServerRunning,
-        logger: logger
-    )
+    func application(_ responder: some HTTPResponder<AttacheRequestContext>) -> any ApplicationProtocol {
+        Application(
+            responder: responder,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limits: limits, connections: connections)])),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Attache"),
+            onServerRunning: onServerRunning,
+            logger: logger
+        )
+    }
+    // With a tracer bootstrapped, each request gets a server span (under its `traceparent`), the
+    // parent of its payload's; without one, the router answers alone.
+    let responder = router.buildResponder()
+    return PayloadTrace.isOn ? application(ServerSpanResponder(base: responder)) : application(responder)
 }
 
 public func buildRouter(
@@ -57,9 +63,6 @@ func buildRouter(
                                                                   ("/metrics", [.get]), ("/openapi.yaml", [.get])]
     if enrichment.storage.location.isLocal { routes.append(("/media/**", [.get, .head])) }
     router.add(middleware: MethodNotAllowed(routes))
-    // With a tracer bootstrapped, each request gets a server span (under its
-    // `traceparent`), the parent of its payload's.
-    if PayloadTrace.isOn { router.add(middleware: ServerSpanMiddleware()) }
     // Authentication is decided on the route that matched, not on the path's spelling: the router
     // treats `//v1/enrich`, `/metrics/` and `//metrics` as these routes, so the guard sits on them.
     let guarded = router.group().add(middleware: BearerAuth(tokens: configuration.tokens))

@@ -93,7 +93,10 @@ public struct PayloadTrace: Sendable {
             a.attribute("attache.tenant", tenant)
             for (key, value) in attributes { a.attribute(named: key, value) }
         }
-        for attachment in report.attachments {
+        // By position: iterating the list would copy each report (its strings retained, then
+        // released).
+        for index in report.attachments.indices {
+            let attachment = report.attachments[index]
             let stages = attachment.timings.spans
             let first = stages.map(\.start).min() ?? 0
             let last = stages.map { $0.start + $0.length }.max() ?? first
@@ -176,13 +179,11 @@ public struct ServerSpan: Sendable {
     public struct Request: Sendable {
         public var method: String
         public var path: String
-        public var bodyBytes: Int?
         public var userAgent: String?
 
-        public init(method: String, path: String, bodyBytes: Int?, userAgent: String?) {
+        public init(method: String, path: String, userAgent: String?) {
             self.method = method
             self.path = path
-            self.bodyBytes = bodyBytes
             self.userAgent = userAgent
         }
     }
@@ -206,18 +207,19 @@ public struct ServerSpan: Sendable {
     }
 
     /// Records the span, ending now, as OpenTelemetry's HTTP semantic conventions name a server
-    /// span: `METHOD ROUTE` (the method alone when no route matched), the request's method, path
-    /// and sizes, the status, which marks the span failed from 500 on.
-    public func end(route: String?, status: Int, responseBytes: Int?) {
+    /// span: `METHOD ROUTE` (the method alone when no route matched), with their required and
+    /// recommended attributes (the method, scheme, path, route, status and user agent; their
+    /// opt-in body sizes are left out, as they leave them unless asked), a status from 500 on
+    /// marking it failed. The service listens for plain HTTP: `https` is a proxy's in front of it.
+    public func end(route: String?, status: Int) {
         let failed = status >= 500 ? SpanStatus(code: .error) : nil
         tracer.record(request.method, nameDetail: route, kind: .server, as: own, parent: parent, start: start,
                       end: DefaultTracerClock.now.nanosecondsSinceEpoch, status: failed) { a in
             a.attribute("http.request.method", request.method)
+            a.attribute("url.scheme", "http")
             a.attribute("url.path", request.path)
             a.attribute("http.route", route)
             a.attribute("http.response.status_code", status)
-            a.attribute("http.request.body.size", request.bodyBytes)
-            a.attribute("http.response.body.size", responseBytes)
             a.attribute("user_agent.original", request.userAgent)
         }
     }

@@ -40,7 +40,7 @@ struct ServiceHarness {
                                      connections: connections)
     }
 
-    var app: some ApplicationProtocol {
+    var app: any ApplicationProtocol {
         buildApplication(configuration: server, enrichment: enrichment, registry: registry,
                          metrics: EnrichmentMetrics(factory: PrometheusMetricsFactory.attache(registry: registry)),
                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))

@@ -100,6 +100,7 @@ def tree(path, trace, parent, door):
         attributes = up["attributes"]
         assert up["name"] == "POST /v1/enrich" and attributes.get("http.request.method") == "POST" \
             and attributes.get("http.route") == "/v1/enrich" and attributes.get("url.path") == "/v1/enrich" \
+            and attributes.get("url.scheme") == "http" and "http.request.body.size" not in attributes \
             and attributes.get("http.response.status_code") == 200, f"the server span: {up['name']} {attributes}"
         assert up["start"] <= e["start"] and e["end"] <= up["end"], f"the enrich span is not inside the server span: {up} {e}"
     else:
