@@ -54,10 +54,11 @@ callgrind_count() {
   # Any answer is an answer: a service's /healthz, the relay's 404, a proxy's upstream's.
   for _ in $(seq 600); do curl -s -o /dev/null "http://127.0.0.1:$listen/healthz" && break; sleep 0.1; done
   h2load -n 2000 -c 8 "${load[@]}" "http://127.0.0.1:$listen$path" > /dev/null 2>&1
-  # A traced server exports its first batch at its first tick (OTEL_BSP_SCHEDULE_DELAY, 5 s):
-  # that export connects to the collector once for the life of the process, and its first use of
-  # NIO's HTTP client types costs millions of instructions; it is start-up, not a request's cost.
-  [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] || sleep 6
+  # A traced server exports its first batch at its first tick (OTEL_BSP_SCHEDULE_DELAY, in ms,
+  # 5000 unset): that export connects to the collector once for the life of the process, and its
+  # first use of NIO's HTTP client types costs millions of instructions; it is start-up, not a
+  # request's cost.
+  [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] || sleep $(( ${OTEL_BSP_SCHEDULE_DELAY:-5000} / 1000 + 1 ))
   callgrind_control -i on "$pid" > /dev/null 2>&1
   h2load -n "$requests" -c 8 "${load[@]}" "http://127.0.0.1:$listen$path" > "$work/$name.h2load"
   callgrind_control -i off "$pid" > /dev/null 2>&1

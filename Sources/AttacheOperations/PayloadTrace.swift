@@ -93,10 +93,7 @@ public struct PayloadTrace: Sendable {
             a.attribute("attache.tenant", tenant)
             for (key, value) in attributes { a.attribute(named: key, value) }
         }
-        // By position: iterating the list would copy each report (its strings retained, then
-        // released).
-        for index in report.attachments.indices {
-            let attachment = report.attachments[index]
+        for attachment in report.attachments {
             let stages = attachment.timings.spans
             let first = stages.map(\.start).min() ?? 0
             let last = stages.map { $0.start + $0.length }.max() ?? first
