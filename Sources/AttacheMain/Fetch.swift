@@ -37,7 +37,7 @@ struct FetchCommand: AsyncParsableCommand {
     var maxTransfersPerOrigin: Int = defaults.maxTransfersPerOrigin
 
     @Option(help: "Byte cap per transfer.")
-    var maxBytes: Int = 50_000_000
+    var maxBytes: Int = FetchRequest.defaultMaxBytes
 
     func run() async throws {
         var all = urls
