@@ -12,8 +12,6 @@ public struct FetchRequest: Sendable {
     public var url: String
     /// Cap on received bytes until the prefix inspector has chosen one.
     public var maxBytes: Int
-    /// The cap unless one is given: 50 MB, the largest attachment Apple accepts (a video).
-    public static let defaultMaxBytes = 50_000_000
     /// Bytes handed to `inspectPrefix` once received (or the whole body, if shorter).
     public var prefixLength: Int
     /// Sees the first bytes as they arrive, so a wrong kind or an HTML error page stops early.
@@ -58,7 +56,7 @@ public struct FetchRequest: Sendable {
 
     public init(
         url: String,
-        maxBytes: Int = FetchRequest.defaultMaxBytes,
+        maxBytes: Int = 50 * 1024 * 1024,
         prefixLength: Int = 512,
         inspectPrefix: (@Sendable ([UInt8]) -> PrefixVerdict)? = nil
     ) {

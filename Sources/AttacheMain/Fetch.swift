@@ -3,6 +3,7 @@ import Attache
 import AttacheCommandLine
 import AttacheEnrichment
 import AttacheFetch
+import AttacheMedia
 import Logging
 
 struct FetchCommand: AsyncParsableCommand {
@@ -36,8 +37,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Transfers per origin handed to libcurl at once; the rest wait in the engine, in order.")
     var maxTransfersPerOrigin: Int = defaults.maxTransfersPerOrigin
 
+    /// Apple's largest attachment (a video's), as enrichment caps it.
     @Option(help: "Byte cap per transfer.")
-    var maxBytes: Int = FetchRequest.defaultMaxBytes
+    var maxBytes: Int = MediaLimits().videoBytes
 
     func run() async throws {
         var all = urls

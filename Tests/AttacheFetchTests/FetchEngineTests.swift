@@ -313,7 +313,7 @@ extension FetchEngineTesting {
         try FetchEngine(configuration: .init(policy: policy ?? loopback, memoryThreshold: memoryThreshold, tempDirectory: tempDirectory))
     }
 
-    func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = Fixtures.generousDeadline, maxBytes: Int = FetchRequest.defaultMaxBytes,
+    func fetch(_ engine: FetchEngine, _ url: String, deadline: Duration = Fixtures.generousDeadline, maxBytes: Int = 50 << 20,
                allowedHosts: HostAllowlist? = nil) async -> Result<FetchResult, FetchError> {
         var request = FetchRequest(url: url, maxBytes: maxBytes)
         request.allowedHosts = allowedHosts
