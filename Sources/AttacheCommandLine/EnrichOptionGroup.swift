@@ -22,7 +22,7 @@ public struct EnrichOptionGroup: ParsableArguments, FlagGroup {
             transform: parseDuration)
     var deadline: Duration?
 
-    @Option(name: .setting(.maxDeadline), help: .setting(.maxDeadline, "Longest deadline a payload's Attache-Deadline-Ms header may ask of the service or the worker",
+    @Option(name: .setting(.maxDeadline), help: .setting(.maxDeadline, "Longest deadline: the most --deadline, a payload's Attache-Deadline-Ms header (service, relay, worker) or a lab run may ask for",
                                                          "default \(DurationText.format(standardOptions.maxBudget))"),
             transform: parseDuration)
     var maxDeadline: Duration?

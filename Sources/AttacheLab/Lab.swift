@@ -26,8 +26,6 @@ public struct LabConfiguration: Sendable {
     public var maxSweepsAtOnce = 2
     /// Deadlines × faults in one sweep.
     public var maxSweepCells = 64
-    /// The longest deadline a run may ask for.
-    public var maxBudget = DeadlinePolicy.standardMaximum
 
     public init() {}
 
@@ -211,10 +209,14 @@ public final class Lab: Sendable {
         return (1...5).contains(ext.count) && ext.allSatisfy({ $0.isLetter || $0.isNumber }) ? ext : "bin"
     }
 
+    /// The longest deadline a run may ask for: the enrichment's (`--max-deadline`), as for the
+    /// service's requests.
+    public var maxBudget: Duration { enrichment.deadlinePolicy.maximum }
+
     /// The deadline asked for, within the lab's bounds.
     public func deadline(milliseconds: Int) throws -> Duration {
-        guard milliseconds >= 10, .milliseconds(milliseconds) <= configuration.maxBudget else {
-            throw LabError("a deadline is between 10 ms and \(configuration.maxBudget.milliseconds.formatted) ms, not \(milliseconds) ms")
+        guard milliseconds >= 10, .milliseconds(milliseconds) <= maxBudget else {
+            throw LabError("a deadline is between 10 ms and \(maxBudget.milliseconds.formatted) ms, not \(milliseconds) ms")
         }
         return .milliseconds(milliseconds)
     }

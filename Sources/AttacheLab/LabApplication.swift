@@ -78,7 +78,9 @@ struct LabController: Sendable {
             "origin": .string(lab.originURL),
             "budget_bytes": .int(lab.enrichment.runtime.configuration.maxPayloadBytes),
             "limits": .object(JSONObject([
-                "max_deadline_ms": .int(Int(configuration.maxBudget.milliseconds)),
+                // The deadline the page starts at (`--deadline`) and the longest it may ask for.
+                "deadline_ms": .int(Int(lab.enrichment.deadlinePolicy.default.milliseconds)),
+                "max_deadline_ms": .int(Int(lab.maxBudget.milliseconds)),
                 "max_sweep_cells": .int(configuration.maxSweepCells),
             ])),
         ])

@@ -525,6 +525,8 @@ enum LabPage {
         '<li><span class="swatch" style="background:#b3261e;height:3px"></span>deadline (dashed)</li><li><span class="swatch" style="background:#1e6b2d;height:3px"></span>▲ payload out</li>';
       const max = state.setup.limits.max_deadline_ms;
       $('deadline').max = max;
+      $('deadline-range').max = Math.min(10000, max);
+      $('deadline').value = $('deadline-range').value = Math.min(state.setup.limits.deadline_ms, max);
       document.body.dataset.ready = 'true';
     }
 

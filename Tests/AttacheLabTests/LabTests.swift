@@ -17,7 +17,7 @@ import Testing
 struct LabHarness {
     let lab: Lab
 
-    init(tokens: [String] = [], maxSweepsAtOnce: Int = 2, maxSweepCells: Int = 64) throws {
+    init(tokens: [String] = [], maxSweepsAtOnce: Int = 2, maxSweepCells: Int = 64, budget: Duration? = nil, maxBudget: Duration? = nil) throws {
         var configuration = LabConfiguration()
         configuration.samples = Fixtures.repositoryRoot + "/Samples"
         configuration.tokens = tokens
@@ -25,6 +25,8 @@ struct LabHarness {
         configuration.maxSweepCells = maxSweepCells
         var options = Enrichment.Configuration()
         options.isolation = .inProcess
+        if let budget { options.runtime.budget = budget }
+        if let maxBudget { options.maxBudget = maxBudget }
         lab = try Lab(configuration: configuration, options: options, publicBase: "http://127.0.0.1:9",
                       logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
@@ -209,6 +211,28 @@ func events(_ body: ByteBuffer) throws -> [(event: String, data: JSONObject)] {
             try await client.execute(uri: "/api/sweep", method: .post, headers: LabHarness.json, body: small) { r in #expect(r.status == .ok) }
             let tooLong = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(3_600_000)])
             try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: tooLong) { r in #expect(r.status == .badRequest) }
+        }
+    }
+
+    /// `--max-deadline` bounds the lab's runs as it bounds the service's requests; the page is told
+    /// the bound, and starts at `--deadline`.
+    @Test func theDeadlinesAreTheEnrichments() async throws {
+        let h = try LabHarness(budget: .milliseconds(1500), maxBudget: .seconds(2))
+        defer { h.lab.shutdown() }
+        let payload = try h.sample("generic.json")
+        try await h.app.test(.router) { client in
+            try await client.execute(uri: "/api/setup", method: .get) { r in
+                let setup = try #require(try JSONParser().parse(Array(buffer: r.body)).objectValue)
+                #expect(setup["limits"]?.objectValue?["max_deadline_ms"]?.numberText == "2000")
+                #expect(setup["limits"]?.objectValue?["deadline_ms"]?.numberText == "1500")
+            }
+            let over = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(2_001), "profile": .string("none")])
+            try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: over) { r in
+                #expect(r.status == .badRequest)
+                #expect(String(buffer: r.body).contains("between 10 ms and 2000 ms"))
+            }
+            let within = LabHarness.request(["payload": .string(payload), "deadline_ms": .int(2_000), "profile": .string("none")])
+            try await client.execute(uri: "/api/run", method: .post, headers: LabHarness.json, body: within) { r in #expect(r.status == .ok) }
         }
     }
 

@@ -35,6 +35,9 @@ try:
     samples.select_by_visible_text("fcm-v1.json")
     check('"message"' in find(By.ID, "payload").get_attribute("value"), "picking a sample fills the payload")
     deadline = find(By.ID, "deadline")
+    # attache lab's --deadline (3 s unless given) is where the page starts.
+    check(deadline.get_attribute("value") == "3000" and find(By.ID, "deadline-range").get_attribute("value") == "3000",
+          "the deadline starts at the lab's --deadline, 3000 ms")
     deadline.clear()
     deadline.send_keys("10000")
     check(find(By.ID, "deadline-range").get_attribute("value") == "10000", "the deadline's number and slider agree")

@@ -87,4 +87,28 @@ kill "$holder" 2>/dev/null
 grep -q "attache lab: cannot listen on 127.0.0.1:$busy" "$work/busy.out" || fail "a port in use is named: $(cat "$work/busy.out")"
 [ "$(lab_dirs)" = "$before" ] || fail "a failed start left its work directory"
 ok "a port in use is said with its address, and leaves nothing behind"
+# --max-deadline bounds a run's deadline as it bounds a service request's; the page is told it,
+# and starts at --deadline.
+"$BIN" lab --samples Samples --deadline 1500ms --max-deadline 2s >"$work/short.log" 2>&1 &
+lab_pid=$!
+short=""
+for _ in $(seq 1 100); do
+    short=$(sed -n 's/^attache lab: \(http:[^ ]*\)$/\1/p' "$work/short.log")
+    [ -n "$short" ] && break
+    sleep 0.1
+done
+[ -n "$short" ] || fail "the lab with --max-deadline printed no URL: $(cat "$work/short.log")"
+short=${short%/}
+curl -sf "$short/api/setup" > "$work/setup.json" || fail "the lab with --max-deadline answers /api/setup"
+grep -q '"max_deadline_ms":2000' "$work/setup.json" || fail "the page is told the longest deadline, --max-deadline 2s: $(cat "$work/setup.json")"
+grep -q '"deadline_ms":1500' "$work/setup.json" || fail "the page is told the deadline to start at, --deadline 1500ms"
+run() {  # DEADLINE_MS: a run's status
+    printf '{"payload":"{\\"aps\\":{\\"alert\\":\\"x\\"}}","deadline_ms":%s,"profile":"none"}' "$1" > "$work/run.json"
+    status -H "Content-Type: application/json" --data-binary @"$work/run.json" "$short/api/run"
+}
+[ "$(run 2001)" = 400 ] || fail "a run asking for more than --max-deadline is refused (400)"
+[ "$(run 2000)" = 200 ] || fail "a run within --max-deadline runs"
+kill -TERM "$lab_pid"; wait "$lab_pid" 2>/dev/null || true
+lab_pid=
+ok "--deadline 1500ms --max-deadline 2s: the page starts at 1500 ms, a run of 2001 ms is refused, one of 2000 ms runs"
 echo "# lab.sh: $pass passed"
