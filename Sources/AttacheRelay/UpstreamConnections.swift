@@ -455,7 +455,12 @@ final class Exchanges: ChannelInboundHandler {
             }
             if headers.endStream { complete(frame.streamID) }
         case .data(let data):
-            if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
+            // The connection's window update goes once the exchange has the data: a write makes
+            // NIO fire the events it holds, among them this stream's StreamClosedEvent when the
+            // data ended it, which, finding the exchange still waiting, would fail an answered
+            // request (a 503 to the client for a notification the provider took).
+            let update = window.received(data, on: .rootStream)
+            defer { if let update { context.writeAndFlush(wrapOutboundOut(update), promise: nil) } }
             guard var exchange = pending.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = data.data {
                 guard exchange.body.readableBytes + bytes.readableBytes <= 1 << 20 else {

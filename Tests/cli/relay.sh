@@ -6,7 +6,8 @@
 # - a body without mutable-content reaches the upstream byte for byte; one with it, enriched;
 # - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
-#   knowledge; SIGTERM exits 0;
+#   knowledge; SIGTERM exits 0; every answer with a body reaches its client, also the one that
+#   crosses the upstream connection's window;
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
@@ -17,7 +18,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-command -v nghttpd nghttp > /dev/null || { echo "FAIL: no nghttpd or nghttp: run make test-deps"; exit 1; }
+command -v nghttpd nghttp h2load > /dev/null || { echo "FAIL: no nghttpd, nghttp or h2load: run make test-deps"; exit 1; }
 
 # The CA and the relay's certificate.
 Tests/cli/test-ca.sh "$tmp"
@@ -271,6 +272,13 @@ check "an empty 200 is one HEADERS frame that ends the stream" \
   "grep -q 'recv HEADERS frame .*flags=0x05' $tmp/frames-200 && ! grep -q 'recv DATA frame' $tmp/frames-200"
 check "an error's JSON is one DATA frame that ends the stream" \
   "[ \$(grep -c 'recv DATA frame' $tmp/frames-404) = 1 ] && grep -q 'recv DATA frame <length=20, flags=0x01' $tmp/frames-404"
+# Answers with bodies (FCM's always have one), one after another on one upstream connection: the
+# relay gives the connection's window back to the upstream every 32 KB of them, as the answer
+# that crossed it comes in. That answer too is the client's: 200 echoes of 1 KB, all 200.
+printf '{"aps":{"alert":"%s"}}' "$(head -c 1000 /dev/zero | tr '\0' x)" > "$tmp/kb.json"
+h2load -n 200 -c 1 -m 1 -d "$tmp/kb.json" "${apns[@]}" "http://127.0.0.1:$rport/3/device/abc" > "$tmp/h2load-echo" 2>&1
+check "200 answers of 1 KB on one upstream connection: each the upstream's 200 ($(grep 'status codes' "$tmp/h2load-echo"))" \
+  "grep -q 'status codes: 200 2xx, 0 3xx, 0 4xx, 0 5xx' $tmp/h2load-echo"
 kill -TERM "$relay"; wait "$relay"
 
 # Clear text with prior knowledge (a sidecar on loopback), and an upstream that is down.
