@@ -153,10 +153,14 @@ test: test-deps
 	# The lab's page in headless Chromium.
 	Tests/cli/lab.sh $(RELEASE_BIN)
 	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) 600 1
+	# The relay under mutated sends to both providers' paths, over HTTP/2 and HTTP/1.1.
+	$(TOOLS)/bin/python Tests/fuzz/relay.py $(RELEASE_BIN) 600 1
 
 # Longer mutation fuzzing (not part of make test): FUZZ_CASES and FUZZ_SEED choose how much and which.
-fuzz: build
-	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $${FUZZ_SEED:-$$RANDOM}
+fuzz: test-deps build
+	seed=$${FUZZ_SEED:-$$RANDOM}; echo "fuzz seed $$seed"; \
+	python3 Tests/fuzz/mutate.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $$seed && \
+	$(TOOLS)/bin/python Tests/fuzz/relay.py $(RELEASE_BIN) $${FUZZ_CASES:-10000} $$seed
 
 # Every benchmark, each beside its anchors in one run; writes docs/benchmarks.md (BENCHES="a b"
 # runs some of them: Benchmarks/report.sh says how).

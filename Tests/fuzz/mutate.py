@@ -11,6 +11,8 @@ directory. Prints "N passed, N failed".
 """
 import glob, os, random, subprocess, sys
 
+from mutation import PAYLOAD_INSERTS, mutate
+
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 binary = sys.argv[1]
 cases = int(sys.argv[2]) if len(sys.argv) > 2 else 600
@@ -21,26 +23,10 @@ payloads = [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(root, "S
 work = os.environ.get("TMPDIR", "/tmp")
 passed = failed = 0
 
-def mutate(data, inserts):
-    data = bytearray(data)
-    for _ in range(rng.choice([1, 2, 4, 8, 32])):
-        if not data:
-            break
-        i, r = rng.randrange(len(data)), rng.random()
-        if r < 0.5:
-            data[i] = rng.randrange(256)
-        elif r < 0.7:
-            data[i:i + 4] = rng.choice(inserts)
-        elif r < 0.85:
-            del data[i:i + rng.randrange(1, 64)]
-        else:
-            data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 32)))
-    return bytes(data)
-
 for n in range(cases):
     if n % 3 < 2:
         seed = rng.choice(media)
-        data = mutate(open(seed, "rb").read(), [b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"])
+        data = mutate(rng, open(seed, "rb").read(), [b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"])
         path = os.path.join(work, "attache-fuzz-case")
         open(path, "wb").write(data)
         r = rng.random()
@@ -57,7 +43,7 @@ for n in range(cases):
         result = subprocess.run(command, capture_output=True, timeout=30)
         ok = result.returncode in (0, 1)
     else:
-        data = mutate(rng.choice(payloads), [b"[" * 70, b'"\\ud800"', b"\xff\xfe", b"1e99999", b'{"a":', b"\x00"])
+        data = mutate(rng, rng.choice(payloads), PAYLOAD_INSERTS)
         command = [binary, "enrich", "-", "--deadline", "200ms", "--media-dir", os.path.join(work, "attache-fuzz-media")]
         result = subprocess.run(command, input=data, capture_output=True, timeout=30)
         ok = (result.returncode == 0 and result.stdout) or (result.returncode == 2 and not result.stdout)
