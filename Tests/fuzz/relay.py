@@ -90,8 +90,11 @@ def run(relay_port, origin_port):
 
 
 def main():
+    if not shutil.which("nghttpd"):
+        sys.exit("relay fuzz: no nghttpd (the providers' double): run make test-deps")
     work = tempfile.mkdtemp()
     processes = []
+    log = None
     try:
         for directory in ("up/3/device", "up/v1/projects/p"):
             os.makedirs(os.path.join(work, directory))
@@ -131,6 +134,8 @@ def main():
             if process.poll() is None:
                 process.kill()
             process.wait()
+        if log:
+            log.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
