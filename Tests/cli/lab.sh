@@ -15,6 +15,20 @@ trap cleanup EXIT
 pass=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 fail() { echo "FAIL - $*" >&2; exit 1; }
+# start_lab LOG OPTIONS...: attache lab in the background; sets $lab_pid, and $url to where it
+# says it listens (empty when it said nothing within 10 s).
+start_lab() {
+    local log=$1
+    shift
+    "$BIN" lab "$@" >"$log" 2>&1 &
+    lab_pid=$!
+    url=""
+    for _ in $(seq 1 100); do
+        url=$(sed -n 's/^attache lab: \(http:[^ ]*\)$/\1/p' "$log")
+        [ -n "$url" ] && break
+        sleep 0.1
+    done
+}
 
 "$BIN" lab --help >"$work/help"
 grep -q -- "--open" "$work/help" || fail "attache lab --help lists --open"
@@ -28,14 +42,8 @@ ok "beyond loopback the lab wants a token"
 
 # Work directories of labs that ran before this one (another checkout's, a killed one's) are not its.
 ls -d /tmp/attache-lab-* > "$work/other-lab-dirs" 2>/dev/null || true
-"$BIN" lab --samples Samples >"$work/lab.log" 2>&1 &
-lab_pid=$!
-for _ in $(seq 1 100); do
-    url=$(sed -n 's/^attache lab: \(http:[^ ]*\)$/\1/p' "$work/lab.log")
-    [ -n "$url" ] && break
-    sleep 0.1
-done
-[ -n "${url:-}" ] || fail "the lab printed no URL: $(cat "$work/lab.log")"
+start_lab "$work/lab.log" --samples Samples
+[ -n "$url" ] || fail "the lab printed no URL: $(cat "$work/lab.log")"
 ok "the lab prints where it listens: $url"
 case "$url" in http://127.0.0.1:*) ok "on loopback by default" ;; *) fail "not on loopback: $url" ;; esac
 # Into a file, not a pipe: grep -q stops reading at the title, and curl, still writing the rest of
@@ -89,16 +97,9 @@ grep -q "attache lab: cannot listen on 127.0.0.1:$busy" "$work/busy.out" || fail
 ok "a port in use is said with its address, and leaves nothing behind"
 # --max-deadline bounds a run's deadline as it bounds a service request's; the page is told it,
 # and starts at --deadline.
-"$BIN" lab --samples Samples --deadline 1500ms --max-deadline 2s >"$work/short.log" 2>&1 &
-lab_pid=$!
-short=""
-for _ in $(seq 1 100); do
-    short=$(sed -n 's/^attache lab: \(http:[^ ]*\)$/\1/p' "$work/short.log")
-    [ -n "$short" ] && break
-    sleep 0.1
-done
-[ -n "$short" ] || fail "the lab with --max-deadline printed no URL: $(cat "$work/short.log")"
-short=${short%/}
+start_lab "$work/short.log" --samples Samples --deadline 1500ms --max-deadline 2s
+[ -n "$url" ] || fail "the lab with --max-deadline printed no URL: $(cat "$work/short.log")"
+short=${url%/}
 curl -sf "$short/api/setup" > "$work/setup.json" || fail "the lab with --max-deadline answers /api/setup"
 grep -q '"max_deadline_ms":2000' "$work/setup.json" || fail "the page is told the longest deadline, --max-deadline 2s: $(cat "$work/setup.json")"
 grep -q '"deadline_ms":1500' "$work/setup.json" || fail "the page is told the deadline to start at, --deadline 1500ms"
