@@ -24,7 +24,12 @@ final class RelayStreams: ChannelInboundHandler {
     private enum Stream {
         /// Gathering the body of a request to send, and the stream's window used by it.
         case body(RelayRequest, Provider, app: String?, window: InboundWindow)
-        /// Answered, or being answered: anything more the client sends is dropped.
+        /// Answered before the client finished sending (a refused path or method, a body too
+        /// large): what it still sends is dropped and its window given back, so that a client
+        /// that sends its whole body before it reads (httpx does) gets to its answer instead of
+        /// waiting out its own timeout on a full window.
+        case draining(InboundWindow)
+        /// Answered, or being answered, with the request whole: the client sends nothing more.
         case answering
     }
 
@@ -79,11 +84,17 @@ final class RelayStreams: ChannelInboundHandler {
             if let update = window.received(data, on: .rootStream) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
             // Found once, and taken out of its place (marked answering): the request is out of
             // the table while its body grows, neither copied nor left shared.
-            guard let index = streams.index(forKey: id), case .body(var request, let provider, let app, var streamWindow) = Self.take(&streams.values[index])
-            else { return }
+            guard let index = streams.index(forKey: id) else { return }
+            let taken = Self.take(&streams.values[index])
+            guard case .body(var request, let provider, let app, var streamWindow) = taken else {
+                if case .draining(let streamWindow) = taken { drain(data, on: id, window: streamWindow) }
+                return
+            }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
+                    streams[id] = .draining(streamWindow)
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
+                    drain(data, on: id, window: streamWindow)
                     return
                 }
                 guard request.body.readableBytes + bytes.readableBytes <= request.declaredLength ?? .max else {
@@ -105,6 +116,17 @@ final class RelayStreams: ChannelInboundHandler {
         default:
             break
         }
+    }
+
+    /// A DATA frame on a stream already answered: dropped, its window given back.
+    /// Its last frame needs no update: the stream closes with it.
+    private func drain(_ data: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, window: InboundWindow) {
+        guard !data.endStream else { return }
+        var window = window
+        let update = window.received(data, on: id)
+        // Back in the table before anything is written: a write fires the events NIO holds.
+        streams[id] = .draining(window)
+        if let update { context?.writeAndFlush(wrapOutboundOut(update), promise: nil) }
     }
 
     /// What `stream` held, `stream` now answering.
@@ -130,7 +152,7 @@ final class RelayStreams: ChannelInboundHandler {
         }
         let route = RelayRoute(method: request.method, path: request.path, topic: request.topic)
         guard case .send(let provider, let app) = route else {
-            streams[id] = .answering
+            streams[id] = endStream ? .answering : .draining(InboundWindow())
             write(route.refusal(request)!, on: id)
             return
         }

@@ -34,6 +34,11 @@
                                 or with a space, te other than trailers, a body that is not its
                                 content-length), each on its own stream, then a well-formed one;
                                 prints "reset N of M PROTOCOL_ERROR, then STATUS"
+  providers.py early PORT       httpx over HTTP/2 in clear text (the client firebase-admin sends
+                                with), which sends a whole body before it reads: 70,000 bytes, past
+                                the stream's first window, to a path the relay does not serve, with
+                                a method it refuses, and as a send past its body limit; prints each
+                                status, or the error when none came within 5 s
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -333,6 +338,20 @@ def malformed(port):
     print("reset %d of %d PROTOCOL_ERROR, then %s" % (protocol, len(cases) + len(bodies), status))
 
 
+def early(port):
+    import httpx
+    body = b"x" * 70_000
+    statuses = []
+    for method, path in (("POST", "/nowhere"), ("GET", "/3/device/abc"), ("POST", "/3/device/abc")):
+        with httpx.Client(http1=False, http2=True, timeout=5) as client:
+            try:
+                statuses.append(str(client.request(method, "http://127.0.0.1:%d%s" % (port, path), content=body,
+                                                   headers=dict(APNS_HEADERS)).status_code))
+            except httpx.HTTPError as error:
+                statuses.append(type(error).__name__)
+    print(" ".join(statuses))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "oauth":
         oauth(int(sys.argv[2]))
@@ -340,6 +359,8 @@ if __name__ == "__main__":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
     elif sys.argv[1] == "malformed":
         malformed(int(sys.argv[2]))
+    elif sys.argv[1] == "early":
+        early(int(sys.argv[2]))
     elif sys.argv[1] == "slowloris":
         slowloris(int(sys.argv[2]))
     elif sys.argv[1] == "hold":

@@ -7,7 +7,8 @@
 # - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
 #   knowledge; SIGTERM exits 0; every answer with a body reaches its client, also the one that
-#   crosses the upstream connection's window;
+#   crosses the upstream connection's window, and an early answer (404, 405, 413) a client that
+#   sends its whole body first;
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
@@ -279,6 +280,12 @@ printf '{"aps":{"alert":"%s"}}' "$(head -c 1000 /dev/zero | tr '\0' x)" > "$tmp/
 h2load -n 200 -c 1 -m 1 -d "$tmp/kb.json" "${apns[@]}" "http://127.0.0.1:$rport/3/device/abc" > "$tmp/h2load-echo" 2>&1
 check "200 answers of 1 KB on one upstream connection: each the upstream's 200 ($(grep 'status codes' "$tmp/h2load-echo"))" \
   "grep -q 'status codes: 200 2xx, 0 3xx, 0 4xx, 0 5xx' $tmp/h2load-echo"
+# A client that sends its whole body before it reads (httpx, firebase-admin's HTTP/2 client), to
+# a request the relay answers early: the relay keeps giving back the stream's window and drops the
+# rest, so the client finishes sending and reads its answer instead of waiting out its timeout.
+early=$("$python" Tests/cli/providers.py early "$rport" 2>&1 | tail -1)
+check "httpx sends 70,000 bytes before it reads: a wrong path, method, a body too large answered 404 405 413 (got $early)" \
+  "[ '$early' = '404 405 413' ]"
 kill -TERM "$relay"; wait "$relay"
 
 # Clear text with prior knowledge (a sidecar on loopback), and an upstream that is down.
