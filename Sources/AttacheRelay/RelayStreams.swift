@@ -136,17 +136,18 @@ final class RelayStreams: ChannelInboundHandler {
         return taken
     }
 
-    /// A new stream's HEADERS: reset when malformed, refused past the limit in flight, answered
-    /// at once when it is not a send, else gathered.
+    /// A new stream's HEADERS: reset when malformed, refused past the limit in flight or on a
+    /// connection that drains, answered at once when it is not a send, else gathered.
     private func opened(_ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool) {
         // Past the limit a stream is refused unprocessed, which a client may send again: a client
         // that opens streams faster than they are answered would otherwise pile them up without
-        // bound.
+        // bound. A draining connection's GOAWAY may name streams not yet opened (NIO's, after
+        // an error, names them all): they are refused too.
         guard let request = RelayRequest(validating: headers, loop: context?.eventLoop) else {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
             return
         }
-        guard inFlight.enter(limit: maxInFlight) != nil else {
+        guard !draining, inFlight.enter(limit: maxInFlight) != nil else {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
             return
         }
@@ -253,6 +254,19 @@ final class RelayStreams: ChannelInboundHandler {
         guard let stream = streams.removeValue(forKey: id) else { return }
         if case .body = stream { controller.metrics.abandoned() }
         inFlight.leave()
+    }
+
+    /// An error NIO's handler met on this connection: a connection error, after which it has
+    /// sent GOAWAY and the connection must close (RFC 9113 § 5.4.1), or a stream's, a peer that
+    /// breaks the protocol too. Either way the connection drains: no new stream, those in flight
+    /// answered (a send already forwarded keeps its answer, for a client that still reads), then
+    /// closed. It stayed open until the client left or the idle timeout.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !draining {
+            stop()
+            if open == 0 { context.close(promise: nil) }
+        }
+        context.fireErrorCaught(error)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -39,6 +39,10 @@
                                 the stream's first window, to a path the relay does not serve, with
                                 a method it refuses, and as a send past its body limit; prints each
                                 status, or the error when none came within 5 s
+  providers.py oversized PORT   one HTTP/2 connection in clear text: a request, then one whose header
+                                block is past 16 KB (a connection error, RFC 9113 § 10.5.1); prints
+                                "goaway CODE, closed" once the relay has closed the connection, or
+                                "goaway CODE, open" when it is still open 5 s later
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -338,6 +342,35 @@ def malformed(port):
     print("reset %d of %d PROTOCOL_ERROR, then %s" % (protocol, len(cases) + len(bodies), status))
 
 
+def oversized(port):
+    import socket
+    from h2.events import ConnectionTerminated
+    from h2.exceptions import ProtocolError
+    request = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/abc")] + APNS_HEADERS
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.send_headers(1, request)
+    conn.send_data(1, SECRET, end_stream=True)
+    conn.send_headers(3, request + [("x-padding", "x" * 17_000)], end_stream=True)
+    goaway, state = None, "open"
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(5)
+        s.sendall(conn.data_to_send())
+        try:
+            while data := s.recv(65536):
+                try:
+                    events = conn.receive_data(data)
+                except ProtocolError:
+                    continue  # frames after the GOAWAY, which h2 no longer takes: read on to the close
+                for event in events:
+                    if isinstance(event, ConnectionTerminated) and goaway is None:
+                        goaway = event.error_code
+            state = "closed"
+        except (socket.timeout, ConnectionResetError) as error:
+            state = "closed" if isinstance(error, ConnectionResetError) else "open"
+    print("goaway %s, %s" % (int(goaway) if goaway is not None else "none", state))
+
+
 def early(port):
     import httpx
     body = b"x" * 70_000
@@ -359,6 +392,8 @@ if __name__ == "__main__":
         asyncio.run(upstream(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
     elif sys.argv[1] == "malformed":
         malformed(int(sys.argv[2]))
+    elif sys.argv[1] == "oversized":
+        oversized(int(sys.argv[2]))
     elif sys.argv[1] == "early":
         early(int(sys.argv[2]))
     elif sys.argv[1] == "slowloris":

@@ -12,9 +12,10 @@
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
-#   reaches the upstream; a slowloris client is closed at the header timeout, connections past the
-#   per-address cap at once; a relay named as its own upstream does not start, two relays
-#   forwarding to each other answer 508 at the first repeat.
+#   reaches the upstream; a connection error (headers past 16 KB) closes its connection; a
+#   slowloris client is closed at the header timeout, connections past the per-address cap at
+#   once; a relay named as its own upstream does not start, two relays forwarding to each other
+#   answer 508 at the first repeat.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 pids=()
@@ -154,6 +155,10 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   sleep 0.3
   check "malformed requests are reset, none is sent, and the connection goes on ($said)" \
     "[ '$said' = 'reset 17 of 17 PROTOCOL_ERROR, then 200' ] && [ \$(wc -l < $tmp/hostile.jsonl) = 1 ]"
+  # A header block past 16 KB is a connection error: NIO sends GOAWAY, and the relay closes the
+  # connection once the request before it is answered, not when the client leaves.
+  said=$("$python" Tests/cli/providers.py oversized "$rport" 2>&1 | tail -1)
+  check "a header block past 16 KB: GOAWAY COMPRESSION_ERROR, then the connection closed ($said)" "[ '$said' = 'goaway 9, closed' ]"
   kill -TERM "$relay"; wait "$relay"
   # Slow and numerous clients: an HTTP/1.1 request's headers must be in within --header-timeout
   # (1 s here) however slowly they drip; past --max-connections-per-address (5 here) a client's
