@@ -16,7 +16,8 @@ import NIOHTTP2
 /// it is read (`RelayRequest(validating:)`); no stream channel, request or response
 /// object, body sequence or writer stands between the frames and the controller: each cost more
 /// per passthrough request than forwarding it. So this handler also gives back the client's
-/// inbound window, and keeps the connection's idle timeout and its drain at shutdown.
+/// inbound window, and keeps the connection's idle timeout and its drain (at shutdown, and
+/// after an error).
 final class RelayStreams: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -260,7 +261,7 @@ final class RelayStreams: ChannelInboundHandler {
     /// sent GOAWAY and the connection must close (RFC 9113 § 5.4.1), or a stream's, a peer that
     /// breaks the protocol too. Either way the connection drains: no new stream, those in flight
     /// answered (a send already forwarded keeps its answer, for a client that still reads), then
-    /// closed. It stayed open until the client left or the idle timeout.
+    /// closed, not left to the idle timeout.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if !draining {
             stop()
