@@ -7,8 +7,8 @@
 # - the client's headers reach the upstream, the relay's own Attache-Deadline-Ms does not;
 # - an upstream that is down is a 503 {"reason":"ServiceUnavailable"}; clear-text HTTP/2 with prior
 #   knowledge; SIGTERM exits 0; every answer with a body reaches its client, also the one that
-#   crosses the upstream connection's window, and an early answer (404, 405, 413) a client that
-#   sends its whole body first;
+#   crosses the upstream connection's window, and an early answer (404, 405, 413) the client
+#   that sends its whole body before it reads;
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
