@@ -206,6 +206,8 @@ async def burst(port, ca, key, payload, count, interval, out):
 
 APNS_HEADERS = [("apns-topic", "com.example.app"), ("authorization", "bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln"),
                 ("apns-push-type", "alert")]
+# The pseudo-header fields of an APNs send to the relay in clear text.
+SEND_HEAD = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/abc")]
 SECRET = b'{"aps":{"alert":"Your code is 123456","mutable-content":0}}'
 
 
@@ -290,7 +292,7 @@ def hostile(port, case, connections=1, streams=1):
 def malformed(port):
     import socket
     from h2.events import ResponseReceived, StreamReset
-    request = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/abc")]
+    request = SEND_HEAD
     cases = [
         request + [("Apns-Topic", "com.example.app")],
         request + [("connection", "keep-alive")],
@@ -346,7 +348,7 @@ def oversized(port):
     import socket
     from h2.events import ConnectionTerminated
     from h2.exceptions import ProtocolError
-    request = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/3/device/abc")] + APNS_HEADERS
+    request = SEND_HEAD + APNS_HEADERS
     conn = H2Connection(H2Configuration(client_side=True))
     conn.initiate_connection()
     conn.send_headers(1, request)
