@@ -74,7 +74,8 @@ public struct EnrichmentMetrics: Sendable {
         handles.counters[.clientResets].increment()
     }
 
-    /// Requests a client reset or closed its connection on before their end: none went upstream.
+    /// Requests a client did not finish: it reset them or closed its connection before their end,
+    /// or an HTTP/2 stream's body was not in within the body timeout. None went upstream.
     public func abandoned() {
         handles.counters[.abandoned].increment()
     }

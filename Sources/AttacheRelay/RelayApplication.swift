@@ -30,11 +30,11 @@ public func buildRelayApplication(
                                      credentials: credentials, metrics: metrics, logger: logger)
     // Limits on a client's connection: an idle one is closed after the idle timeout; past the caps
     // (overall, per address) one is closed at once; HTTP/2 allows 100 concurrent streams, 16 KB
-    // of headers per request and NIO's reset rate (swift-nio-http2's settings); HTTP/1.1 the same
-    // headers, within the header and body timeouts; bodies are capped by `maxBodyBytes` as they
-    // are read.
+    // of headers per request and NIO's reset rate (swift-nio-http2's settings), each stream's body
+    // within the body timeout; HTTP/1.1 the same headers, within the header and body timeouts;
+    // bodies are capped by `maxBodyBytes` as they are read.
     let idle = configuration.connections.idleTimeout
-    let http2 = RelayHTTP2(controller: controller, idleTimeout: idle)
+    let http2 = RelayHTTP2(controller: controller, idleTimeout: idle, bodyTimeout: configuration.connections.bodyTimeout)
     // The cap is the connection's first handler's, over both protocols.
     let limits = { var limits = configuration.connections; limits.maxConnections = .max; return limits }()
     let watched = Connections()

@@ -22,6 +22,8 @@ struct RelayHTTP2: Sendable {
     let controller: RelayController
     /// A connection with no stream open for this long is closed; nil: never.
     let idleTimeout: Duration?
+    /// How long a stream has from its HEADERS to the end of its body; past it, it is reset.
+    let bodyTimeout: Duration
     /// Streams being answered across every connection, and how many may be: past that a stream
     /// is refused (REFUSED_STREAM, which a client sends again).
     let inFlight = InFlight()
@@ -29,7 +31,8 @@ struct RelayHTTP2: Sendable {
 
     /// Puts HTTP/2 on `channel` (on its event loop), its streams answered by `RelayStreams`.
     func setup(channel: any Channel) throws -> Connection {
-        let streams = RelayStreams(controller: controller, inFlight: inFlight, maxInFlight: Self.maxStreamsInFlight, idleTimeout: idleTimeout)
+        let streams = RelayStreams(controller: controller, inFlight: inFlight, maxInFlight: Self.maxStreamsInFlight, idleTimeout: idleTimeout,
+                                    bodyTimeout: bodyTimeout)
         // NIO's defaults: 100 concurrent streams, 16 KB of headers, its limits on resets and
         // control frames (rapid reset, ping and settings floods). Its header and content-length
         // validation are off: `RelayStreams` checks each request's block as it reads it, and its

@@ -23,13 +23,14 @@ final class RelayStreams: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private enum Stream {
-        /// Gathering the body of a request to send, and the stream's window used by it.
-        case body(RelayRequest, Provider, app: String?, window: InboundWindow)
+        /// Gathering the body of a request to send, the stream's window used by it, and when its
+        /// body must be in.
+        case body(RelayRequest, Provider, app: String?, window: InboundWindow, until: NIODeadline)
         /// Answered before the client finished sending (a refused path or method, a body too
         /// large): what it still sends is dropped and its window given back, so that a client
         /// that sends its whole body before it reads (httpx does) gets to its answer instead of
         /// waiting out its own timeout on a full window.
-        case draining(InboundWindow)
+        case draining(InboundWindow, until: NIODeadline)
         /// Answered, or being answered, with the request whole: the client sends nothing more.
         case answering
     }
@@ -39,6 +40,8 @@ final class RelayStreams: ChannelInboundHandler {
     private let inFlight: InFlight
     private let maxInFlight: Int
     private let idleTimeout: Duration?
+    /// How long a stream has from its HEADERS to its END_STREAM.
+    private let bodyTimeout: TimeAmount
     private var context: ChannelHandlerContext?
     /// The connection's event loop as a task executor: where its payloads are enriched.
     private var executor: LoopTaskExecutor?
@@ -49,14 +52,17 @@ final class RelayStreams: ChannelInboundHandler {
     private var highest = HTTP2StreamID(0)
     private var draining = false
     private var idle: Scheduled<Void>?
+    /// Armed while a stream's body is not all in, for the earliest such stream's deadline.
+    private var bodyTimer: Scheduled<Void>?
     /// The connection's inbound window.
     private var window = InboundWindow()
 
-    init(controller: RelayController, inFlight: InFlight, maxInFlight: Int, idleTimeout: Duration?) {
+    init(controller: RelayController, inFlight: InFlight, maxInFlight: Int, idleTimeout: Duration?, bodyTimeout: Duration) {
         self.controller = controller
         self.inFlight = inFlight
         self.maxInFlight = maxInFlight
         self.idleTimeout = idleTimeout
+        self.bodyTimeout = .nanoseconds(Int64(bodyTimeout.nanoseconds))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -67,6 +73,8 @@ final class RelayStreams: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         stop()
+        bodyTimer?.cancel()
+        bodyTimer = nil
         self.context = nil
     }
 
@@ -87,15 +95,15 @@ final class RelayStreams: ChannelInboundHandler {
             // the table while its body grows, neither copied nor left shared.
             guard let index = streams.index(forKey: id) else { return }
             let taken = Self.take(&streams.values[index])
-            guard case .body(var request, let provider, let app, var streamWindow) = taken else {
-                if case .draining(let streamWindow) = taken { drain(data, on: id, window: streamWindow) }
+            guard case .body(var request, let provider, let app, var streamWindow, let until) = taken else {
+                if case .draining(let streamWindow, let until) = taken { drain(data, on: id, window: streamWindow, until: until) }
                 return
             }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 guard request.body.readableBytes + bytes.readableBytes <= controller.configuration.maxBodyBytes else {
-                    streams[id] = .draining(streamWindow)
+                    streams[id] = .draining(streamWindow, until: until)
                     write(provider.error(413, "PayloadTooLarge", request: request), on: id)
-                    drain(data, on: id, window: streamWindow)
+                    drain(data, on: id, window: streamWindow, until: until)
                     return
                 }
                 guard request.body.readableBytes + bytes.readableBytes <= request.declaredLength ?? .max else {
@@ -111,7 +119,7 @@ final class RelayStreams: ChannelInboundHandler {
                 return
             }
             if let update = streamWindow.received(data, on: id) { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
-            streams[id] = .body(request, provider, app: app, window: streamWindow)
+            streams[id] = .body(request, provider, app: app, window: streamWindow, until: until)
         case .rstStream:
             controller.metrics.clientReset()
         default:
@@ -121,12 +129,12 @@ final class RelayStreams: ChannelInboundHandler {
 
     /// A DATA frame on a stream already answered: dropped, its window given back.
     /// Its last frame needs no update: the stream closes with it.
-    private func drain(_ data: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, window: InboundWindow) {
+    private func drain(_ data: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, window: InboundWindow, until: NIODeadline) {
         guard !data.endStream else { return }
         var window = window
         let update = window.received(data, on: id)
         // Back in the table before anything is written: a write fires the events NIO holds.
-        streams[id] = .draining(window)
+        streams[id] = .draining(window, until: until)
         if let update { context?.writeAndFlush(wrapOutboundOut(update), promise: nil) }
     }
 
@@ -154,7 +162,7 @@ final class RelayStreams: ChannelInboundHandler {
         }
         let route = RelayRoute(method: request.method, path: request.path, topic: request.topic)
         guard case .send(let provider, let app) = route else {
-            streams[id] = endStream ? .answering : .draining(InboundWindow())
+            streams[id] = endStream ? .answering : .draining(InboundWindow(), until: bodyDeadline())
             write(route.refusal(request)!, on: id)
             return
         }
@@ -163,7 +171,49 @@ final class RelayStreams: ChannelInboundHandler {
             forward(id, request, provider: provider, app: app)
             return
         }
-        streams[id] = .body(request, provider, app: app, window: InboundWindow())
+        streams[id] = .body(request, provider, app: app, window: InboundWindow(), until: bodyDeadline())
+    }
+
+    /// When the body of a stream opened now must be in; the timer armed for it if none is (one
+    /// that is armed is for an earlier deadline: streams' deadlines come in the order they open).
+    private func bodyDeadline() -> NIODeadline {
+        let until = NIODeadline.now() + bodyTimeout
+        if bodyTimer == nil { armBodyTimer(at: until) }
+        return until
+    }
+
+    private func armBodyTimer(at deadline: NIODeadline) {
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        bodyTimer = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.bodiesDue() }
+    }
+
+    /// Streams whose body is not in by their deadline are reset, as HTTP/1.1's body timeout closes
+    /// the connection: a client that opens streams and stops sending would otherwise hold its
+    /// places in flight (the relay's, every connection's) for as long as it keeps the connection
+    /// (no idle timeout runs while a stream is open). One not yet answered is reset CANCEL,
+    /// nothing of it sent; one already answered NO_ERROR, which RFC 9113 § 8.1 has a server
+    /// send after a complete response to stop the rest of a request.
+    private func bodiesDue() {
+        bodyTimer = nil
+        let now = NIODeadline.now()
+        var due: [(HTTP2StreamID, HTTP2ErrorCode)] = []
+        var next: NIODeadline?
+        for (id, stream) in streams {
+            let until: NIODeadline, code: HTTP2ErrorCode
+            switch stream {
+            case .body(_, _, _, _, let deadline): (until, code) = (deadline, .cancel)
+            case .draining(_, let deadline): (until, code) = (deadline, .noError)
+            case .answering: continue
+            }
+            if until <= now { due.append((id, code)) } else { next = min(next ?? until, until) }
+        }
+        if let next { armBodyTimer(at: next) }
+        // After the walk: a reset closes its stream, whose event takes it out of the table.
+        for (id, code) in due {
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(code))), promise: nil)
+        }
+        if !due.isEmpty { context?.flush() }
     }
 
     /// The whole request goes to the controller; its answer comes back on this connection's
@@ -171,7 +221,7 @@ final class RelayStreams: ChannelInboundHandler {
     /// on this loop too (its extension's task as well), which sends it upstream on a connection
     /// of this loop, whose answer is written from here: with the media cached, no thread hop.
     private func send(_ id: HTTP2StreamID) {
-        guard let index = streams.index(forKey: id), case .body(let request, let provider, let app, _) = Self.take(&streams.values[index])
+        guard let index = streams.index(forKey: id), case .body(let request, let provider, let app, _, _) = Self.take(&streams.values[index])
         else { return }
         forward(id, request, provider: provider, app: app)
     }

@@ -43,6 +43,12 @@
                                 block is past 16 KB (a connection error, RFC 9113 § 10.5.1); prints
                                 "goaway CODE, closed" once the relay has closed the connection, or
                                 "goaway CODE, open" when it is still open 5 s later
+  providers.py stalled PORT     one HTTP/2 connection in clear text with requests whose bodies stop: a
+                                send's HEADERS alone, a send with half its body, a body half sent to
+                                a path the relay answers 404 at once; then a whole send. Waits up to
+                                30 s for the three stalled streams to be reset, then sends one more
+                                whole request; prints "answered ID:STATUS...; reset ID:CODE...;
+                                after SECONDS" (the time of the last reset)
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -373,6 +379,60 @@ def oversized(port):
     print("goaway %s, %s" % (int(goaway) if goaway is not None else "none", state))
 
 
+def stalled(port):
+    import socket
+    import time
+    from h2.events import ResponseReceived, StreamReset
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    request = SEND_HEAD + APNS_HEADERS
+    conn.send_headers(1, request)  # HEADERS alone
+    conn.send_headers(3, request)
+    conn.send_data(3, SECRET[:34])  # half a body
+    conn.send_headers(5, [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/nowhere")] + APNS_HEADERS)
+    conn.send_data(5, SECRET[:34])  # answered 404 at once, then half a body more never comes
+    conn.send_headers(7, request)
+    conn.send_data(7, SECRET, end_stream=True)
+    statuses, resets, last = {}, {}, None
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(1)
+        s.sendall(conn.data_to_send())
+        while len(resets) < 3 and time.monotonic() - start < 30:
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, StreamReset):
+                    resets[event.stream_id] = event.error_code.name
+                    last = time.monotonic() - start
+                elif isinstance(event, ResponseReceived):
+                    statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+            s.sendall(conn.data_to_send())
+        # The connection goes on: a request after the resets is answered.
+        conn.send_headers(9, request)
+        conn.send_data(9, SECRET, end_stream=True)
+        s.sendall(conn.data_to_send())
+        s.settimeout(5)
+        while 9 not in statuses:
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                break
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+    print("answered %s; reset %s; after %s" % (
+        " ".join("%d:%s" % item for item in sorted(statuses.items())),
+        " ".join("%d:%s" % item for item in sorted(resets.items())),
+        "%.1f" % last if last is not None else "none"))
+
+
 def early(port):
     import httpx
     body = b"x" * 70_000
@@ -396,6 +456,8 @@ if __name__ == "__main__":
         malformed(int(sys.argv[2]))
     elif sys.argv[1] == "oversized":
         oversized(int(sys.argv[2]))
+    elif sys.argv[1] == "stalled":
+        stalled(int(sys.argv[2]))
     elif sys.argv[1] == "early":
         early(int(sys.argv[2]))
     elif sys.argv[1] == "slowloris":

@@ -13,8 +13,8 @@
 #   relay killed mid-stream loses no notification its client was told was sent;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
 #   reaches the upstream; a connection error (headers past 16 KB) closes its connection; a
-#   slowloris client is closed at the header timeout, connections past the per-address cap at
-#   once; a relay named as its own upstream does not start, two relays forwarding to each other
+#   slowloris client is closed at the header timeout, an HTTP/2 stream whose body stalls is reset
+#   at the body timeout, connections past the per-address cap at once; a relay named as its own upstream does not start, two relays forwarding to each other
 #   answer 508 at the first repeat.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -161,9 +161,10 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "a header block past 16 KB: GOAWAY COMPRESSION_ERROR, then the connection closed ($said)" "[ '$said' = 'goaway 9, closed' ]"
   kill -TERM "$relay"; wait "$relay"
   # Slow and numerous clients: an HTTP/1.1 request's headers must be in within --header-timeout
-  # (1 s here) however slowly they drip; past --max-connections-per-address (5 here) a client's
-  # connections are closed at once; once they are gone, a request goes through.
-  start_relay caps --apns-upstream "http://127.0.0.1:$hport" --header-timeout 1s --max-connections-per-address 5
+  # (1 s here) however slowly they drip, an HTTP/2 stream's body within --body-timeout (1 s here)
+  # of its headers; past --max-connections-per-address (5 here) a client's connections are closed
+  # at once; once they are gone, a request goes through.
+  start_relay caps --apns-upstream "http://127.0.0.1:$hport" --header-timeout 1s --body-timeout 1s --max-connections-per-address 5
   took=$("$python" Tests/cli/providers.py slowloris "$rport")
   check "slowloris over HTTP/1.1: closed at the header timeout (after ${took}s)" "awk 'BEGIN { exit !($took >= 0.9 && $took < 4) }'"
   closed=$("$python" Tests/cli/providers.py hold "$rport" 12)
@@ -171,6 +172,15 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   sleep 0.5
   code=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' "${apns[@]}" --data-binary "$plain" "http://127.0.0.1:$rport/3/device/whole")
   check "… and once they are gone, a request goes through (got $code)" "[ $code = 200 ]"
+  # Stalled HTTP/2 streams (HEADERS alone, half a body; a 404 whose body stops) are reset at the
+  # body timeout, the unanswered CANCEL and the answered NO_ERROR, none sent upstream; the whole
+  # requests on the same connection, before and after, are answered.
+  : > "$tmp/hostile.jsonl"
+  said=$("$python" Tests/cli/providers.py stalled "$rport")
+  after=${said##* }
+  check "stalled HTTP/2 streams reset at the body timeout ($said)" \
+    "[ '${said% after *}' = 'answered 5:404 7:200 9:200; reset 1:CANCEL 3:CANCEL 5:NO_ERROR;' ] && awk 'BEGIN { exit !($after >= 0.9 && $after < 2) }'"
+  check "… and of them only the two whole requests reached the upstream" "[ \$(wc -l < $tmp/hostile.jsonl) = 2 ]"
   kill -TERM "$relay"; wait "$relay"
 
   # Rapid reset (streams opened and reset at once, CVE-2023-44487): five rounds of 80
