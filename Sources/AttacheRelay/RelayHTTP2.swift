@@ -96,9 +96,13 @@ final class FlushCoalescer: ChannelOutboundHandler {
         }
     }
 
-    /// What was written goes before the close: a GOAWAY written and flushed just before it, say.
+    /// What was written goes before the close, flushed or not yet: a GOAWAY written and flushed
+    /// just before it, or the last answer of a draining connection, whose stream closes — and
+    /// with it the connection — as its final frame is written, before its writer's flush.
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        flushNow(context)
+        scheduled = false
+        writeGathered(context)
+        context.flush()
         context.close(mode: mode, promise: promise)
     }
 

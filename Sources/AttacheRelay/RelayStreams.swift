@@ -49,8 +49,12 @@ final class RelayStreams: ChannelInboundHandler {
     private var streams: [HTTP2StreamID: Stream] = [:]
     /// Every stream NIO has open, those refused too: what the idle timeout and the drain go by.
     private var open = 0
+    /// The last stream taken on (answered, or being answered): what a GOAWAY names.
     private var highest = HTTP2StreamID(0)
     private var draining = false
+    /// Draining for a graceful shutdown: GOAWAY once the streams in flight are answered.
+    private var goAwayWhenDrained = false
+    private var closing = false
     private var idle: Scheduled<Void>?
     /// Armed while a stream's body is not all in, for the earliest such stream's deadline.
     private var bodyTimer: Scheduled<Void>?
@@ -150,8 +154,8 @@ final class RelayStreams: ChannelInboundHandler {
     private func opened(_ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool) {
         // Past the limit a stream is refused unprocessed, which a client may send again: a client
         // that opens streams faster than they are answered would otherwise pile them up without
-        // bound. A draining connection's GOAWAY may name streams not yet opened (NIO's, after
-        // an error, names them all): they are refused too.
+        // bound. A draining connection refuses new streams: opened before the client read its
+        // SETTINGS or the GOAWAY of NIO's that names them all, after an error.
         guard let request = RelayRequest(validating: headers, loop: context?.eventLoop) else {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
             return
@@ -160,6 +164,7 @@ final class RelayStreams: ChannelInboundHandler {
             context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
             return
         }
+        highest = max(highest, id)
         let route = RelayRoute(method: request.method, path: request.path, topic: request.topic)
         guard case .send(let provider, let app) = route else {
             streams[id] = endStream ? .answering : .draining(InboundWindow(), until: bodyDeadline())
@@ -196,7 +201,11 @@ final class RelayStreams: ChannelInboundHandler {
     /// send after a complete response to stop the rest of a request.
     private func bodiesDue() {
         bodyTimer = nil
-        let now = NIODeadline.now()
+        if let next = resetUnfinished(by: .now()) { armBodyTimer(at: next) }
+    }
+
+    /// Resets the streams whose body was due in by `deadline`; the earliest deadline of those left.
+    private func resetUnfinished(by deadline: NIODeadline) -> NIODeadline? {
         var due: [(HTTP2StreamID, HTTP2ErrorCode)] = []
         var next: NIODeadline?
         for (id, stream) in streams {
@@ -206,14 +215,25 @@ final class RelayStreams: ChannelInboundHandler {
             case .draining(_, let deadline): (until, code) = (deadline, .noError)
             case .answering: continue
             }
-            if until <= now { due.append((id, code)) } else { next = min(next ?? until, until) }
+            if until <= deadline { due.append((id, code)) } else { next = min(next ?? until, until) }
         }
-        if let next { armBodyTimer(at: next) }
         // After the walk: a reset closes its stream, whose event takes it out of the table.
         for (id, code) in due {
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(code))), promise: nil)
         }
         if !due.isEmpty { context?.flush() }
+        return next
+    }
+
+    /// The client closed its side of the connection (the channel allows half-closure, which
+    /// HTTP/1.1's guard needs): nothing more comes from it, so no stream opens and a body not all
+    /// in never will be (reset, nothing of it sent); the streams being answered are, for a client
+    /// that still reads, and then the connection closes. Left open, it held its streams' places
+    /// in flight until the body timeout, then itself until the idle timeout.
+    private func inputClosed(_ context: ChannelHandlerContext) {
+        stop()
+        _ = resetUnfinished(by: .distantFuture)
+        if open == 0 { closeDrained(context) }
     }
 
     /// The whole request goes to the controller; its answer comes back on this connection's
@@ -286,15 +306,16 @@ final class RelayStreams: ChannelInboundHandler {
         let type = ObjectIdentifier(Swift.type(of: event))
         if type == ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self), let created = event as? NIOHTTP2StreamCreatedEvent {
             open += 1
-            highest = max(highest, created.streamID)
             idle?.cancel()
             idle = nil
         } else if type == ObjectIdentifier(StreamClosedEvent.self), let closed = event as? StreamClosedEvent {
             ended(closed.streamID)
             open -= 1
             if open == 0 {
-                if draining { context.close(promise: nil) } else { armIdle() }
+                if draining { closeDrained(context) } else { armIdle() }
             }
+        } else if type == ObjectIdentifier(ChannelEvent.self), event as? ChannelEvent == .inputClosed {
+            inputClosed(context)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -339,13 +360,42 @@ final class RelayStreams: ChannelInboundHandler {
         idle = nil
     }
 
-    /// GOAWAY naming the last stream opened (those in flight are answered); closed now if none is.
+    /// At graceful shutdown: no new stream (SETTINGS_MAX_CONCURRENT_STREAMS 0, which clients
+    /// honour by sending their next requests on another connection; one opened before the client
+    /// read it is refused, unprocessed), the streams in flight answered, then GOAWAY naming the
+    /// last stream taken on, and the close. The GOAWAY goes last, not first as RFC 9113 § 6.8
+    /// allows: a client built on python's h2 (aioapns; httpx, which firebase-admin sends with)
+    /// takes any GOAWAY for the connection's end and reads no answer after it, and aioapns sends
+    /// the requests it had in flight again, on a new connection: each a notification sent twice.
     func quiesce() {
         guard !draining, let context else { return }
         stop()
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: highest, errorCode: .noError,
-                                                                                                   opaqueData: nil))),
-                              promise: nil)
-        if open == 0 { context.close(promise: nil) }
+        goAwayWhenDrained = true
+        guard open > 0 else {
+            closeDrained(context)
+            return
+        }
+        let settings = HTTP2Frame.FramePayload.settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 0)]))
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: settings)), promise: nil)
+    }
+
+    /// A draining connection with nothing open: closed, after its GOAWAY at a graceful shutdown.
+    /// That comes on the event loop's next turn: the last stream closes as its answer's final
+    /// frame is written, before the writer's flush; the GOAWAY and the close go after that.
+    private func closeDrained(_ context: ChannelHandlerContext) {
+        // Once: a stream refused before the close closes too.
+        guard !closing else { return }
+        closing = true
+        guard goAwayWhenDrained else {
+            context.close(promise: nil)
+            return
+        }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (streams, context) = bound.value
+            let goAway = HTTP2Frame.FramePayload.goAway(lastStreamID: streams.highest, errorCode: .noError, opaqueData: nil)
+            context.writeAndFlush(streams.wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: goAway)), promise: nil)
+            context.close(promise: nil)
+        }
     }
 }

@@ -49,6 +49,13 @@
                                 30 s for the three stalled streams to be reset, then sends one more
                                 whole request; prints "answered ID:STATUS...; reset ID:CODE...;
                                 after SECONDS" (the time of the last reset)
+  providers.py halfclosed PORT  one HTTP/2 connection in clear text: a send's HEADERS alone and a whole
+                                send, then the client's side of the connection shut (SHUT_WR); reads
+                                on and prints "answered ID:STATUS; reset ID:CODE; closed|open after
+                                SECONDS"
+  providers.py held PORT        one HTTP/2 connection in clear text holding a send's HEADERS alone;
+                                prints "holding", then, once the connection closes (or 30 s), what
+                                came: "goaway CODE, reset ID:CODE; closed|open after SECONDS"
   providers.py slowloris PORT   an HTTP/1.1 request line, then a byte of headers every half second;
                                 prints the seconds until the relay closed the connection
   providers.py hold PORT N      opens N connections at once and sends nothing; prints how many of
@@ -433,6 +440,74 @@ def stalled(port):
         "%.1f" % last if last is not None else "none"))
 
 
+def halfclosed(port):
+    import socket
+    import time
+    from h2.events import ResponseReceived, StreamReset
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    request = SEND_HEAD + APNS_HEADERS
+    conn.send_headers(1, request)  # HEADERS alone
+    conn.send_headers(3, request)
+    conn.send_data(3, SECRET, end_stream=True)
+    statuses, resets = {}, {}
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(30)
+        s.sendall(conn.data_to_send())
+        # Once the relay has read the requests (its SETTINGS came, then a moment), the client's
+        # side is shut.
+        conn.receive_data(s.recv(65536))
+        time.sleep(0.3)
+        s.shutdown(socket.SHUT_WR)
+        state = "open"
+        try:
+            while data := s.recv(65536):
+                for event in conn.receive_data(data):
+                    if isinstance(event, StreamReset):
+                        resets[event.stream_id] = event.error_code.name
+                    elif isinstance(event, ResponseReceived):
+                        statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+            state = "closed"
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            state = "closed"
+    print("answered %s; reset %s; %s after %.1f" % (
+        " ".join("%d:%s" % item for item in sorted(statuses.items())),
+        " ".join("%d:%s" % item for item in sorted(resets.items())), state, time.monotonic() - start))
+
+
+def held(port):
+    import socket
+    import time
+    from h2.events import ConnectionTerminated, StreamReset
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.send_headers(1, SEND_HEAD + APNS_HEADERS)  # HEADERS alone
+    said = []
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(conn.data_to_send())
+        print("holding", flush=True)
+        s.settimeout(30)
+        state = "open"
+        try:
+            while data := s.recv(65536):
+                for event in conn.receive_data(data):
+                    if isinstance(event, StreamReset):
+                        said.append("reset %d:%s" % (event.stream_id, event.error_code.name))
+                    elif isinstance(event, ConnectionTerminated):
+                        said.append("goaway %d" % event.error_code)
+                s.sendall(conn.data_to_send())
+            state = "closed"
+        except socket.timeout:
+            pass
+        except (ConnectionResetError, BrokenPipeError):
+            state = "closed"
+    print("%s; %s after %.1f" % (", ".join(said), state, time.monotonic() - start))
+
+
 def early(port):
     import httpx
     body = b"x" * 70_000
@@ -456,6 +531,10 @@ if __name__ == "__main__":
         malformed(int(sys.argv[2]))
     elif sys.argv[1] == "oversized":
         oversized(int(sys.argv[2]))
+    elif sys.argv[1] == "halfclosed":
+        halfclosed(int(sys.argv[2]))
+    elif sys.argv[1] == "held":
+        held(int(sys.argv[2]))
     elif sys.argv[1] == "stalled":
         stalled(int(sys.argv[2]))
     elif sys.argv[1] == "early":

@@ -10,7 +10,8 @@
 #   crosses the upstream connection's window, and an early answer (404, 405, 413) the client
 #   that sends its whole body before it reads;
 # - aioapns, a real APNs client, through the relay to an APNs double (Tests/cli/providers.py); and a
-#   relay killed mid-stream loses no notification its client was told was sent;
+#   relay killed mid-stream loses no notification its client was told was sent, and one stopped
+#   (SIGTERM) answers every request it took on before it closes;
 # - hostile clients: a request the client did not finish (closed, reset, headers alone) never
 #   reaches the upstream; a connection error (headers past 16 KB) closes its connection; a
 #   slowloris client is closed at the header timeout, an HTTP/2 stream whose body stalls is reset
@@ -120,6 +121,28 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "relay killed mid-stream: $sent told sent, $failed_ not; all 300 answered" "[ $((sent + failed_)) = 300 ]"
   check "… the kill fell mid-stream (some sent, some not)" "[ $sent -gt 0 ] && [ $failed_ -gt 0 ]"
   check "… every notification told sent reached the upstream ($lost did not)" "[ $lost = 0 ]"
+  # Stopped mid-stream (SIGTERM, as a rolling deploy stops a replica): the same burst, the relay
+  # told to stop once the double has 10. It answers the requests it took on, then says GOAWAY and
+  # closes: every notification the double received is one aioapns was told was sent (aioapns
+  # sends again what a connection closed on, and takes a GOAWAY for the close: a GOAWAY before
+  # the answers made each request in flight a notification sent twice).
+  : > "$tmp/killed.jsonl"
+  start_relay tls6 --tls-certificate "$tmp/server.pem" --tls-key "$tmp/server.key" --apns-upstream "http://127.0.0.1:$kport"
+  "$python" Tests/cli/providers.py burst "$rport" "$tmp/ca.pem" "$tmp/AuthKey.p8" "$plain" 300 0.01 "$tmp/stopped.txt" > "$tmp/stopped.log" 2>&1 &
+  burst=$!
+  for _ in $(seq 200); do [ "$(cat "$tmp/killed.jsonl" 2>/dev/null | wc -l)" -ge 10 ] && break; sleep 0.05; done
+  kill -TERM "$relay"; wait "$relay"; code=$?
+  wait "$burst"
+  sent=$(grep -c ' sent$' "$tmp/stopped.txt")
+  failed_=$(grep -c ' failed$' "$tmp/stopped.txt")
+  received=$(grep -o '"apns-id": "[^"]*"' "$tmp/killed.jsonl" | cut -d'"' -f4 | sort)
+  unsent=0
+  for id in $received; do grep -q "^$id sent$" "$tmp/stopped.txt" || unsent=$((unsent + 1)); done
+  twice=$(echo "$received" | uniq -d | grep -c . || true)
+  check "relay stopped mid-stream (SIGTERM): exit $code, $sent told sent, $failed_ not; all 300 answered" \
+    "[ $code = 0 ] && [ $((sent + failed_)) = 300 ] && [ $sent -gt 0 ]"
+  check "… every notification the upstream received was told sent ($unsent were not, $twice received twice)" \
+    "[ $unsent = 0 ] && [ $twice = 0 ] && [ -n '$received' ]"
 
   # Apple out of reach: every notification of a burst comes back 503 ServiceUnavailable, carrying
   # its apns-id (aioapns reads it from every answer, and without it drops the connection and says
