@@ -182,6 +182,13 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   # connection once the request before it is answered, not when the client leaves.
   said=$("$python" Tests/cli/providers.py oversized "$rport" 2>&1 | tail -1)
   check "a header block past 16 KB: GOAWAY COMPRESSION_ERROR, then the connection closed ($said)" "[ '$said' = 'goaway 9, closed' ]"
+  # A client that shuts its side of the connection (SHUT_WR) with a stream's body unfinished:
+  # that stream is reset and the connection closed once its answers are out, not held until the
+  # body timeout (10 s here) and then the idle timeout.
+  said=$("$python" Tests/cli/providers.py halfclosed "$rport" 2>&1 | tail -1)
+  after=${said##* }
+  check "a client that closes its side: its unfinished stream reset, the connection closed ($said)" \
+    "[ '${said% after *}' = 'answered 3:200; reset 1:CANCEL; closed' ] && awk 'BEGIN { exit !($after < 2) }'"
   kill -TERM "$relay"; wait "$relay"
   # Slow and numerous clients: an HTTP/1.1 request's headers must be in within --header-timeout
   # (1 s here) however slowly they drip, an HTTP/2 stream's body within --body-timeout (1 s here)
@@ -204,7 +211,18 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   check "stalled HTTP/2 streams reset at the body timeout ($said)" \
     "[ '${said% after *}' = 'answered 5:404 7:200 9:200; reset 1:CANCEL 3:CANCEL 5:NO_ERROR;' ] && awk 'BEGIN { exit !($after >= 0.9 && $after < 2) }'"
   check "… and of them only the two whole requests reached the upstream" "[ \$(wc -l < $tmp/hostile.jsonl) = 2 ]"
-  kill -TERM "$relay"; wait "$relay"
+  # A SIGTERM while a stream's body stalls: the drain waits for it no longer than the body
+  # timeout, then says GOAWAY, closes, and the relay exits.
+  "$python" Tests/cli/providers.py held "$rport" > "$tmp/held.txt" 2>&1 &
+  held=$!
+  for _ in $(seq 100); do grep -q holding "$tmp/held.txt" 2>/dev/null && break; sleep 0.05; done
+  start=$(date +%s%N)
+  kill -TERM "$relay"; wait "$relay"; code=$?
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  wait "$held"
+  said=$(tail -1 "$tmp/held.txt")
+  check "SIGTERM with a stalled stream: it is reset at the body timeout, then GOAWAY and the close ($said), exit $code after ${took} ms" \
+    "[ '${said% after *}' = 'reset 1:CANCEL, goaway 0; closed' ] && [ $code = 0 ] && [ $took -lt 2000 ]"
 
   # Rapid reset (streams opened and reset at once, CVE-2023-44487): five rounds of 80
   # connections resetting 150 streams each. Once the relay has worked through them (its count of
