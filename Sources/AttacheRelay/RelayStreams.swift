@@ -33,6 +33,10 @@ final class RelayStreams: ChannelInboundHandler {
         case draining(InboundWindow, until: NIODeadline)
         /// Answered, or being answered, with the request whole: the client sends nothing more.
         case answering
+        /// Answered with a body that the client's flow-control window holds back (a client that
+        /// gives no window would hold the stream, and its place in flight, for ever): reset if
+        /// the client has not taken it by then.
+        case sending(until: NIODeadline)
     }
 
     private let controller: RelayController
@@ -179,8 +183,9 @@ final class RelayStreams: ChannelInboundHandler {
         streams[id] = .body(request, provider, app: app, window: InboundWindow(), until: bodyDeadline())
     }
 
-    /// When the body of a stream opened now must be in; the timer armed for it if none is (one
-    /// that is armed is for an earlier deadline: streams' deadlines come in the order they open).
+    /// When a body that starts now must be through (a request's in, an answer's out); the timer
+    /// armed for it if none is (an armed one is for an earlier deadline: each is now plus the
+    /// same timeout).
     private func bodyDeadline() -> NIODeadline {
         let until = NIODeadline.now() + bodyTimeout
         if bodyTimer == nil { armBodyTimer(at: until) }
@@ -193,12 +198,13 @@ final class RelayStreams: ChannelInboundHandler {
         bodyTimer = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.bodiesDue() }
     }
 
-    /// Streams whose body is not in by their deadline are reset, as HTTP/1.1's body timeout closes
-    /// the connection: a client that opens streams and stops sending would otherwise hold its
-    /// places in flight (the relay's, every connection's) for as long as it keeps the connection
-    /// (no idle timeout runs while a stream is open). One not yet answered is reset CANCEL,
-    /// nothing of it sent; one already answered NO_ERROR, which RFC 9113 § 8.1 has a server
-    /// send after a complete response to stop the rest of a request.
+    /// Streams whose body is not through by their deadline are reset, as HTTP/1.1's body timeout
+    /// closes the connection: a client that opens streams and stops sending, or gives no window
+    /// for its answers, would otherwise hold its places in flight (the relay's, every
+    /// connection's) for as long as it keeps the connection (no idle timeout runs while a stream
+    /// is open). One not yet answered is reset CANCEL, nothing of it sent; one answered before
+    /// its request ended NO_ERROR, which RFC 9113 § 8.1 has a server send after a complete
+    /// response to stop the rest of a request; one whose answer is held back CANCEL.
     private func bodiesDue() {
         bodyTimer = nil
         if let next = resetUnfinished(by: .now()) { armBodyTimer(at: next) }
@@ -213,6 +219,7 @@ final class RelayStreams: ChannelInboundHandler {
             switch stream {
             case .body(_, _, _, _, let deadline): (until, code) = (deadline, .cancel)
             case .draining(_, let deadline): (until, code) = (deadline, .noError)
+            case .sending(let deadline): (until, code) = (deadline, .cancel)
             case .answering: continue
             }
             if until <= deadline { due.append((id, code)) } else { next = min(next ?? until, until) }
@@ -298,6 +305,11 @@ final class RelayStreams: ChannelInboundHandler {
                           promise: nil)
         }
         context.flush()
+        // Still open after the flush: the client's window holds the body back. (A body-less
+        // answer, an APNs 200, is one HEADERS frame, which no window holds.)
+        if !empty, let index = streams.index(forKey: id), case .answering = streams.values[index] {
+            streams.values[index] = .sending(until: bodyDeadline())
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -43,12 +43,14 @@
                                 block is past 16 KB (a connection error, RFC 9113 § 10.5.1); prints
                                 "goaway CODE, closed" once the relay has closed the connection, or
                                 "goaway CODE, open" when it is still open 5 s later
-  providers.py stalled PORT     one HTTP/2 connection in clear text with requests whose bodies stop: a
-                                send's HEADERS alone, a send with half its body, a body half sent to
-                                a path the relay answers 404 at once; then a whole send. Waits up to
-                                30 s for the three stalled streams to be reset, then sends one more
-                                whole request; prints "answered ID:STATUS...; reset ID:CODE...;
-                                after SECONDS" (the time of the last reset)
+  providers.py stalled PORT     one HTTP/2 connection in clear text that gives no window for answers,
+                                with requests whose bodies stop: a send's HEADERS alone, a send with
+                                half its body, a body half sent to a path the relay answers 404 at
+                                once; then a whole send, and a whole request answered 404 (whose
+                                body the window holds back). Waits up to 30 s for the four stalled
+                                streams to be reset, then sends one more whole request; prints
+                                "answered ID:STATUS...; reset ID:CODE...; after SECONDS" (the time
+                                of the last reset)
   providers.py halfclosed PORT  one HTTP/2 connection in clear text: a send's HEADERS alone and a whole
                                 send, then the client's side of the connection shut (SHUT_WR); reads
                                 on and prints "answered ID:STATUS; reset ID:CODE; closed|open after
@@ -390,22 +392,27 @@ def stalled(port):
     import socket
     import time
     from h2.events import ResponseReceived, StreamReset
+    from h2.settings import SettingCodes
     conn = H2Connection(H2Configuration(client_side=True))
     conn.initiate_connection()
+    # No window for the relay's answers: a body is held back (a 200 from Apple has none).
+    conn.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 0})
     request = SEND_HEAD + APNS_HEADERS
+    nowhere = [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/nowhere")] + APNS_HEADERS
     conn.send_headers(1, request)  # HEADERS alone
     conn.send_headers(3, request)
     conn.send_data(3, SECRET[:34])  # half a body
-    conn.send_headers(5, [(":method", "POST"), (":scheme", "http"), (":authority", "relay"), (":path", "/nowhere")] + APNS_HEADERS)
+    conn.send_headers(5, nowhere)
     conn.send_data(5, SECRET[:34])  # answered 404 at once, then half a body more never comes
     conn.send_headers(7, request)
     conn.send_data(7, SECRET, end_stream=True)
+    conn.send_headers(9, nowhere, end_stream=True)  # answered 404, its body held back
     statuses, resets, last = {}, {}, None
     start = time.monotonic()
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.settimeout(1)
         s.sendall(conn.data_to_send())
-        while len(resets) < 3 and time.monotonic() - start < 30:
+        while len(resets) < 4 and time.monotonic() - start < 30:
             try:
                 data = s.recv(65536)
             except socket.timeout:
@@ -420,11 +427,11 @@ def stalled(port):
                     statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
             s.sendall(conn.data_to_send())
         # The connection goes on: a request after the resets is answered.
-        conn.send_headers(9, request)
-        conn.send_data(9, SECRET, end_stream=True)
+        conn.send_headers(11, request)
+        conn.send_data(11, SECRET, end_stream=True)
         s.sendall(conn.data_to_send())
         s.settimeout(5)
-        while 9 not in statuses:
+        while 11 not in statuses:
             try:
                 data = s.recv(65536)
             except socket.timeout:
