@@ -22,7 +22,8 @@ struct RelayHTTP2: Sendable {
     let controller: RelayController
     /// A connection with no stream open for this long is closed; nil: never.
     let idleTimeout: Duration?
-    /// How long a stream has from its HEADERS to the end of its body; past it, it is reset.
+    /// How long a stream has from its HEADERS to the end of its body, and an answer that the
+    /// client's window holds back to go out; past it, the stream is reset.
     let bodyTimeout: Duration
     /// Streams being answered across every connection, and how many may be: past that a stream
     /// is refused (REFUSED_STREAM, which a client sends again).

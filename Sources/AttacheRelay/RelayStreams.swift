@@ -44,7 +44,8 @@ final class RelayStreams: ChannelInboundHandler {
     private let inFlight: InFlight
     private let maxInFlight: Int
     private let idleTimeout: Duration?
-    /// How long a stream has from its HEADERS to its END_STREAM.
+    /// How long a stream has from its HEADERS to its END_STREAM, and an answer that the client's
+    /// window holds back to go out.
     private let bodyTimeout: TimeAmount
     private var context: ChannelHandlerContext?
     /// The connection's event loop as a task executor: where its payloads are enriched.
@@ -60,7 +61,8 @@ final class RelayStreams: ChannelInboundHandler {
     private var goAwayWhenDrained = false
     private var closing = false
     private var idle: Scheduled<Void>?
-    /// Armed while a stream's body is not all in, for the earliest such stream's deadline.
+    /// Armed while a body (a request's coming in, an answer's going out) is not through, for the
+    /// earliest such deadline.
     private var bodyTimer: Scheduled<Void>?
     /// The connection's inbound window.
     private var window = InboundWindow()
@@ -210,7 +212,8 @@ final class RelayStreams: ChannelInboundHandler {
         if let next = resetUnfinished(by: .now()) { armBodyTimer(at: next) }
     }
 
-    /// Resets the streams whose body was due in by `deadline`; the earliest deadline of those left.
+    /// Resets the streams whose body was due through by `deadline`; the earliest deadline of
+    /// those left.
     private func resetUnfinished(by deadline: NIODeadline) -> NIODeadline? {
         var due: [(HTTP2StreamID, HTTP2ErrorCode)] = []
         var next: NIODeadline?

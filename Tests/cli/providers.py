@@ -52,9 +52,9 @@
                                 "answered ID:STATUS...; reset ID:CODE...; after SECONDS" (the time
                                 of the last reset)
   providers.py halfclosed PORT  one HTTP/2 connection in clear text: a send's HEADERS alone and a whole
-                                send, then the client's side of the connection shut (SHUT_WR); reads
-                                on and prints "answered ID:STATUS; reset ID:CODE; closed|open after
-                                SECONDS"
+                                send; once that is answered, the client's side of the connection is
+                                shut (SHUT_WR); reads on and prints "answered ID:STATUS; reset
+                                ID:CODE; closed|open SECONDS after the shut"
   providers.py held PORT        one HTTP/2 connection in clear text holding a send's HEADERS alone;
                                 prints "holding", then, once the connection closes (or 30 s), what
                                 came: "goaway CODE, reset ID:CODE; closed|open after SECONDS"
@@ -458,23 +458,26 @@ def halfclosed(port):
     conn.send_headers(3, request)
     conn.send_data(3, SECRET, end_stream=True)
     statuses, resets = {}, {}
-    start = time.monotonic()
+
+    def read(data):
+        for event in conn.receive_data(data):
+            if isinstance(event, StreamReset):
+                resets[event.stream_id] = event.error_code.name
+            elif isinstance(event, ResponseReceived):
+                statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.settimeout(30)
         s.sendall(conn.data_to_send())
-        # Once the relay has read the requests (its SETTINGS came, then a moment), the client's
-        # side is shut.
-        conn.receive_data(s.recv(65536))
-        time.sleep(0.3)
+        # Once the whole request is answered (the relay has read both), the client's side is shut.
+        while 3 not in statuses and (data := s.recv(65536)):
+            read(data)
+        start = time.monotonic()
         s.shutdown(socket.SHUT_WR)
         state = "open"
         try:
             while data := s.recv(65536):
-                for event in conn.receive_data(data):
-                    if isinstance(event, StreamReset):
-                        resets[event.stream_id] = event.error_code.name
-                    elif isinstance(event, ResponseReceived):
-                        statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+                read(data)
             state = "closed"
         except socket.timeout:
             pass

@@ -183,8 +183,8 @@ if "$python" -c 'import aioapns' 2>/dev/null; then
   said=$("$python" Tests/cli/providers.py oversized "$rport" 2>&1 | tail -1)
   check "a header block past 16 KB: GOAWAY COMPRESSION_ERROR, then the connection closed ($said)" "[ '$said' = 'goaway 9, closed' ]"
   # A client that shuts its side of the connection (SHUT_WR) with a stream's body unfinished:
-  # that stream is reset and the connection closed once its answers are out, not held until the
-  # body timeout (10 s here) and then the idle timeout.
+  # that stream is reset and the connection closed at once, not held until the body timeout
+  # (10 s here) and then the idle timeout.
   said=$("$python" Tests/cli/providers.py halfclosed "$rport" 2>&1 | tail -1)
   after=${said##* }
   check "a client that closes its side: its unfinished stream reset, the connection closed ($said)" \
