@@ -60,10 +60,6 @@ final class RelayStreams: ChannelInboundHandler {
     /// Draining for a graceful shutdown: GOAWAY once the streams in flight are answered.
     private var goAwayWhenDrained = false
     private var closing = false
-    /// Draining after an error of NIO's, which has sent GOAWAY: the close lingers.
-    private var errored = false
-    /// The lingering close's end (see `closeDrained`).
-    private var lingering: Scheduled<Void>?
     private var idle: Scheduled<Void>?
     /// Armed while a body (a request's coming in, an answer's going out) is not through, for the
     /// earliest such deadline.
@@ -89,8 +85,6 @@ final class RelayStreams: ChannelInboundHandler {
         stop()
         bodyTimer?.cancel()
         bodyTimer = nil
-        lingering?.cancel()
-        lingering = nil
         self.context = nil
     }
 
@@ -247,10 +241,6 @@ final class RelayStreams: ChannelInboundHandler {
     /// that still reads, and then the connection closes. Left open, it held its streams' places
     /// in flight until the body timeout, then itself until the idle timeout.
     private func inputClosed(_ context: ChannelHandlerContext) {
-        guard lingering == nil else {
-            context.close(promise: nil)
-            return
-        }
         stop()
         _ = resetUnfinished(by: .distantFuture)
         if open == 0 { closeDrained(context) }
@@ -360,9 +350,8 @@ final class RelayStreams: ChannelInboundHandler {
     /// closed, not left to the idle timeout.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if !draining {
-            errored = true
             stop()
-            if open == 0 { closeDrained(context) }
+            if open == 0 { context.close(promise: nil) }
         }
         context.fireErrorCaught(error)
     }
@@ -408,22 +397,12 @@ final class RelayStreams: ChannelInboundHandler {
     /// A draining connection with nothing open: closed, after its GOAWAY at a graceful shutdown.
     /// That comes on the event loop's next turn: the last stream closes as its answer's final
     /// frame is written, before the writer's flush; the GOAWAY and the close go after that.
-    /// After an error the close lingers: the output is shut (NIO's GOAWAY and a FIN go out) and
-    /// what the client still sends is read and dropped until it closes too, for a second at most.
-    /// Closed at once with the client's bytes unread (the rest of a header block past 16 KB), the
-    /// kernel answers with a reset, on which the client's kernel drops the GOAWAY unread.
     private func closeDrained(_ context: ChannelHandlerContext) {
         // Once: a stream refused before the close closes too.
         guard !closing else { return }
         closing = true
         guard goAwayWhenDrained else {
-            guard errored else {
-                context.close(promise: nil)
-                return
-            }
-            context.close(mode: .output, promise: nil)
-            let channel = context.channel
-            lingering = context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+            context.close(promise: nil)
             return
         }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
