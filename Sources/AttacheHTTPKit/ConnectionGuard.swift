@@ -8,7 +8,8 @@ import Synchronization
 public struct ConnectionLimits: Sendable {
     /// From the connection's start until a request's headers are in.
     public var headerTimeout: Duration
-    /// From the headers until the whole body is in.
+    /// From the headers until the whole body is in; and, while an answer is written, the longest
+    /// its client may take none of it (a client that stops reading).
     public var bodyTimeout: Duration
     /// Between a response and the next request (keep-alive); nil: open until the client closes it.
     public var idleTimeout: Duration?
@@ -128,6 +129,8 @@ struct ConnectionGuardStateMachine {
     private var unanswered = 0
     /// For each unanswered request, oldest first: whether it asked to close the connection.
     private var closing: [Bool] = []
+    /// Answering, and the socket takes nothing more (see `writability`).
+    private var stalled = false
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -183,6 +186,7 @@ struct ConnectionGuardStateMachine {
         unanswered = max(0, unanswered - 1)
         guard unanswered == 0, state == .answering else { return .none }
         state = .waitingForHead(first: false)
+        stalled = false
         return limits.idleTimeout.map { .arm($0) } ?? .disarm
     }
 
@@ -194,9 +198,21 @@ struct ConnectionGuardStateMachine {
         return .close
     }
 
+    /// The socket stopped taking what is written, or took it again, while an answer is written:
+    /// a client that stops reading (an attachment's file, say) holds its connection, and the
+    /// task writing to it, for no longer than the body timeout without progress.
+    mutating func writability(_ writable: Bool) -> Action {
+        guard state == .answering else { return .none }
+        stalled = !writable
+        return writable ? .disarm : .arm(limits.bodyTimeout)
+    }
+
     mutating func timedOut() -> Action {
         switch state {
         case .waitingForHead, .readingBody, .refused:
+            state = .closed
+            return .close
+        case .answering where stalled:
             state = .closed
             return .close
         case .answering, .closed:
@@ -205,9 +221,10 @@ struct ConnectionGuardStateMachine {
     }
 }
 
-/// Closes connections that take too long to send a request or sit idle, and refuses requests
-/// past the connection cap with 503, so that slow or idle clients cannot use up the process's
-/// file descriptors and silence the service for everyone (no token is needed to open a socket).
+/// Closes connections that take too long to send a request or to take an answer, or that sit
+/// idle, and refuses requests past the connection cap with 503, so that slow or idle clients
+/// cannot use up the process's file descriptors and silence the service for everyone (no token
+/// is needed to open a socket).
 /// Sits after the HTTP/1.1 decoder, so it sees request parts; Hummingbird's own idle timeout
 /// is reset by every byte, which a client dripping a request line never stops sending.
 public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
@@ -304,6 +321,11 @@ public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
             perform(machine.inputClosed(), context)
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        perform(machine.writability(context.channel.isWritable), context)
+        context.fireChannelWritabilityChanged()
     }
 
     private func perform(_ action: ConnectionGuardStateMachine.Action, _ context: ChannelHandlerContext) {

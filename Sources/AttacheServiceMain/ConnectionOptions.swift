@@ -20,7 +20,7 @@ struct ConnectionOptionGroup: ParsableArguments, FlagGroup {
             transform: parseDuration)
     var headerTimeout: Duration?
 
-    @Option(name: .setting(.bodyTimeout), help: .setting(.bodyTimeout, "Time a request has to send its body, after its headers (HTTP/1.1; the relay's HTTP/2 streams too, and their answers' bodies)",
+    @Option(name: .setting(.bodyTimeout), help: .setting(.bodyTimeout, "Time a request has to send its body, after its headers (HTTP/1.1; the relay's HTTP/2 streams too); also the longest a client may take none of an answer",
                                                          "default \(DurationText.format(defaults.bodyTimeout))"),
             transform: parseDuration)
     var bodyTimeout: Duration?

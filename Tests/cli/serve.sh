@@ -129,4 +129,34 @@ for idle in 0 1s; do
   check "serve --idle-timeout $idle: an idle keep-alive connection is $want after 2.5 s (got $got)" "[ '$got' = $want ]"
   kill -TERM "$iserver"; wait "$iserver"
 done
+# A client that asks for a large attachment and stops reading: once the socket takes nothing
+# more for --body-timeout (1 s here), the connection is closed, not held (with its task) for as
+# long as the client keeps it. The client reads after 4 s and must find the file cut short.
+mkdir -p "$tmp/stall-media"
+big="$(printf '%064d' 7).mp4"
+head -c 64000000 /dev/zero > "$tmp/stall-media/$big"
+wport=$(free_port)
+"$bin" serve --port "$wport" --body-timeout 1s --media-dir "$tmp/stall-media" > "$tmp/stall.log" 2>&1 &
+wserver=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$wport/healthz" && break; sleep 0.1; done
+got=$(python3 - "$wport" "$big" <<'PY'
+import socket, sys, time
+c = socket.socket()
+c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+c.connect(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"GET /media/%s HTTP/1.1\r\nHost: a\r\n\r\n" % sys.argv[2].encode())
+time.sleep(4)
+c.settimeout(10)
+total = 0
+try:
+    while data := c.recv(1 << 20):
+        total += len(data)
+except OSError:
+    pass
+print(total)
+PY
+)
+check "serve: a client that stops reading a 64 MB attachment is closed at the body timeout (it got $got bytes)" \
+  "[ '$got' -gt 0 ] && [ '$got' -lt 64000000 ]"
+kill -TERM "$wserver"; wait "$wserver"
 finish serve
