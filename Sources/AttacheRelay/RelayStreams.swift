@@ -319,7 +319,7 @@ final class RelayStreams: ChannelInboundHandler {
         // Most events are window updates: their type is compared before any cast, which for an
         // `Any` that is not the type asked for costs a walk through the runtime's conformances.
         let type = ObjectIdentifier(Swift.type(of: event))
-        if type == ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self), let created = event as? NIOHTTP2StreamCreatedEvent {
+        if type == ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self) {
             open += 1
             idle?.cancel()
             idle = nil
