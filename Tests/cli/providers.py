@@ -390,10 +390,25 @@ def oversized(port):
     print("goaway %s, %s" % (goaway if goaway is not None else "none", state))
 
 
+def tally(events, statuses, resets):
+    """Each answer's status and each reset's error code, by stream id, from h2's events."""
+    from h2.events import ResponseReceived, StreamReset
+    for event in events:
+        if isinstance(event, StreamReset):
+            resets[event.stream_id] = event.error_code.name
+        elif isinstance(event, ResponseReceived):
+            statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+
+
+def answered(statuses, resets):
+    """"answered ID:STATUS ...; reset ID:CODE ..." """
+    return "answered %s; reset %s" % (" ".join("%d:%s" % item for item in sorted(statuses.items())),
+                                      " ".join("%d:%s" % item for item in sorted(resets.items())))
+
+
 def stalled(port):
     import socket
     import time
-    from h2.events import ResponseReceived, StreamReset
     from h2.settings import SettingCodes
     conn = H2Connection(H2Configuration(client_side=True))
     conn.initiate_connection()
@@ -421,12 +436,10 @@ def stalled(port):
                 continue
             if not data:
                 break
-            for event in conn.receive_data(data):
-                if isinstance(event, StreamReset):
-                    resets[event.stream_id] = event.error_code.name
-                    last = time.monotonic() - start
-                elif isinstance(event, ResponseReceived):
-                    statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+            before = len(resets)
+            tally(conn.receive_data(data), statuses, resets)
+            if len(resets) > before:
+                last = time.monotonic() - start
             s.sendall(conn.data_to_send())
         # The connection goes on: a request after the resets is answered.
         conn.send_headers(11, request)
@@ -440,19 +453,13 @@ def stalled(port):
                 break
             if not data:
                 break
-            for event in conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
-    print("answered %s; reset %s; after %s" % (
-        " ".join("%d:%s" % item for item in sorted(statuses.items())),
-        " ".join("%d:%s" % item for item in sorted(resets.items())),
-        "%.1f" % last if last is not None else "none"))
+            tally(conn.receive_data(data), statuses, resets)
+    print("%s; after %s" % (answered(statuses, resets), "%.1f" % last if last is not None else "none"))
 
 
 def halfclosed(port):
     import socket
     import time
-    from h2.events import ResponseReceived, StreamReset
     conn = H2Connection(H2Configuration(client_side=True))
     conn.initiate_connection()
     request = SEND_HEAD + APNS_HEADERS
@@ -462,11 +469,7 @@ def halfclosed(port):
     statuses, resets = {}, {}
 
     def read(data):
-        for event in conn.receive_data(data):
-            if isinstance(event, StreamReset):
-                resets[event.stream_id] = event.error_code.name
-            elif isinstance(event, ResponseReceived):
-                statuses[event.stream_id] = dict(event.headers).get(b":status", b"?").decode()
+        tally(conn.receive_data(data), statuses, resets)
 
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.settimeout(30)
@@ -485,9 +488,7 @@ def halfclosed(port):
             pass
         except ConnectionResetError:
             state = "closed"
-    print("answered %s; reset %s; %s after %.1f" % (
-        " ".join("%d:%s" % item for item in sorted(statuses.items())),
-        " ".join("%d:%s" % item for item in sorted(resets.items())), state, time.monotonic() - start))
+    print("%s; %s after %.1f" % (answered(statuses, resets), state, time.monotonic() - start))
 
 
 def held(port):
