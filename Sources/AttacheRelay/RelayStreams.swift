@@ -379,9 +379,9 @@ final class RelayStreams: ChannelInboundHandler {
     /// honour by sending their next requests on another connection; one opened before the client
     /// read it is refused, unprocessed), the streams in flight answered, then GOAWAY naming the
     /// last stream taken on, and the close. The GOAWAY goes last, not first as RFC 9113 § 6.8
-    /// allows: a client built on python's h2 (aioapns; httpx, which firebase-admin sends with)
-    /// takes any GOAWAY for the connection's end and reads no answer after it, and aioapns sends
-    /// the requests it had in flight again, on a new connection: each a notification sent twice.
+    /// allows: aioapns, built on python's h2, which takes any GOAWAY for the connection's end and
+    /// reads no answer after it, sends the requests it had in flight again, on a new
+    /// connection: each a notification sent twice.
     func quiesce() {
         guard !draining, let context else { return }
         stop()
