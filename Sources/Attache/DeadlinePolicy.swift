@@ -1,6 +1,7 @@
-/// How long a payload is given, for every front door that takes a deadline with each payload (the
-/// service's request header, the worker's message header, the relay's): one rule, so the same
-/// `Attache-Deadline-Ms` value means the same budget wherever it is sent.
+/// The deadline rule: how long a payload is given, and what is emitted when that passes first.
+/// The runtime gives each payload `default`; every front door that takes a deadline with each
+/// payload (the service's request header, the worker's message header, the relay's) turns it into
+/// a budget here, so the same `Attache-Deadline-Ms` value means the same budget wherever it is sent.
 ///
 /// - a whole number of milliseconds (ASCII digits, spaces and tabs around them ignored, however
 ///   many digits): that budget, at most `maximum`; `0` is a deadline already passed, answered at
@@ -18,13 +19,31 @@ public struct DeadlinePolicy: Sendable, Equatable {
     /// The service's default: a pipeline calling it per message rarely waits longer.
     public static let service = DeadlinePolicy(default: .seconds(3))
 
-    public var `default`: Duration
-    public var maximum: Duration
+    /// What the runtime emits when a payload's deadline passes before its extension finished.
+    public enum OnTimeout: String, Sendable, CaseIterable {
+        /// The original bytes, unchanged.
+        case original
+        /// What the extension had finished (its `serviceExtensionTimeWillExpire` result).
+        case bestAttempt = "best-attempt"
+    }
+
+    /// A payload's budget when nothing names another, counted from when it is handed over.
+    /// Never above `maximum`: raising it raises the maximum too.
+    public var `default`: Duration {
+        didSet { maximum = max(maximum, `default`) }
+    }
+    /// The longest budget a deadline header may ask for. Never below `default`.
+    public var maximum: Duration {
+        didSet { maximum = max(maximum, `default`) }
+    }
+    public var onTimeout: OnTimeout
 
     /// `maximum` below `default` is raised to it: a payload that names no deadline gets the default.
-    public init(default: Duration = DeadlinePolicy.standardDefault, maximum: Duration = DeadlinePolicy.standardMaximum) {
+    public init(default: Duration = DeadlinePolicy.standardDefault, maximum: Duration = DeadlinePolicy.standardMaximum,
+                onTimeout: OnTimeout = .original) {
         self.default = `default`
         self.maximum = max(maximum, `default`)
+        self.onTimeout = onTimeout
     }
 
     /// The budget for a payload whose header reads `value` (nil: no header).
@@ -35,7 +54,7 @@ public struct DeadlinePolicy: Sendable, Equatable {
 
     /// The same policy with a lower maximum (the worker's, which a redelivery must not overtake).
     public func capped(at limit: Duration) -> DeadlinePolicy {
-        DeadlinePolicy(default: min(`default`, limit), maximum: min(maximum, limit))
+        DeadlinePolicy(default: min(`default`, limit), maximum: min(maximum, limit), onTimeout: onTimeout)
     }
 
     /// Whether a header was sent with a value that is not a deadline (then `default` applies).

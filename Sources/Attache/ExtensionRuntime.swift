@@ -2,20 +2,12 @@ import AttachePayload
 import Logging
 import Synchronization
 
-/// What the runtime does when the deadline passes first.
-public enum TimeoutPolicy: String, Sendable, CaseIterable {
-    /// Emit the original bytes, unchanged.
-    case original
-    /// Emit what the extension had finished (its `serviceExtensionTimeWillExpire` result).
-    case bestAttempt = "best-attempt"
-}
-
 extension ExtensionRuntime {
     public struct Configuration: Sendable {
-        /// How long each payload is given from when it is handed over: its deadline is then plus
-        /// this budget.
-        public var budget: Duration
-        public var onTimeout: TimeoutPolicy
+        /// The deadline rule: each payload's budget from when it is handed over (its deadline is
+        /// then plus the budget), the most a front door's deadline header may ask, and what is
+        /// emitted when the deadline passes first.
+        public var deadlinePolicy: DeadlinePolicy
         /// The key the attachments array goes under.
         public var attachmentsKey: String
         public var maxPayloadBytes: Int
@@ -26,15 +18,13 @@ extension ExtensionRuntime {
         public var windDown: Duration
 
         public init(
-            budget: Duration = DeadlinePolicy.standardDefault,
-            onTimeout: TimeoutPolicy = .original,
+            deadlinePolicy: DeadlinePolicy = DeadlinePolicy(),
             attachmentsKey: String = AttachmentEntry.defaultKey,
             maxPayloadBytes: Int = PayloadBudget.apns,
             parser: JSONParser = JSONParser(),
             windDown: Duration = .milliseconds(10)
         ) {
-            self.budget = budget
-            self.onTimeout = onTimeout
+            self.deadlinePolicy = deadlinePolicy
             self.attachmentsKey = attachmentsKey
             self.maxPayloadBytes = maxPayloadBytes
             self.parser = parser
@@ -147,7 +137,7 @@ public struct ExtensionRuntime: Sendable {
     private func handOver(_ bytes: [UInt8], identifier: String, logger: Logger) throws(PayloadError) -> HandOver {
         let start = ContinuousClock.now
         // Stop waiting a little early (at most half the budget) so the answer is out by the deadline.
-        let deadline = start + max(configuration.budget / 2, configuration.budget - configuration.windDown)
+        let deadline = start + max(configuration.deadlinePolicy.default / 2, configuration.deadlinePolicy.default - configuration.windDown)
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
         if payload.repeatedAPNsKey(attachmentsKey: configuration.attachmentsKey) != nil {
@@ -173,7 +163,7 @@ public struct ExtensionRuntime: Sendable {
                 return a
             }
             let attached = pending.contains { $0.outcome == .attached }
-            if configuration.onTimeout == .bestAttempt, attached, let encoded = encode(result.content, original: payload) {
+            if configuration.deadlinePolicy.onTimeout == .bestAttempt, attached, let encoded = encode(result.content, original: payload) {
                 return emit(encoded, .partial, .timeout, pending, start: start)
             }
             return emit(payload.original, .fallback, .timeout, pending, start: start)
@@ -269,7 +259,7 @@ public struct ExtensionRuntime: Sendable {
                       start: ContinuousClock.Instant) -> Emission {
         Emission(bytes: bytes, report: EnrichReport(
             outcome: outcome, reason: reason, elapsedMs: Self.milliseconds(start.duration(to: .now)),
-            deadlineMs: Self.milliseconds(configuration.budget), payloadBytes: bytes.count, attachments: attachments
+            deadlineMs: Self.milliseconds(configuration.deadlinePolicy.default), payloadBytes: bytes.count, attachments: attachments
         ))
     }
 

@@ -16,6 +16,6 @@ public func parseCIDR(_ text: String) throws -> CIDR {
     return c
 }
 
-extension TimeoutPolicy: ExpressibleByArgument {}
+extension DeadlinePolicy.OnTimeout: ExpressibleByArgument {}
 extension PosterMode: ExpressibleByArgument {}
 extension Isolation: ExpressibleByArgument {}

@@ -23,13 +23,13 @@ public struct EnrichOptionGroup: ParsableArguments, FlagGroup {
     var deadline: Duration?
 
     @Option(name: .setting(.maxDeadline), help: .setting(.maxDeadline, "Longest deadline: the most --deadline, a payload's Attache-Deadline-Ms header (service, relay, worker) or a lab run may ask for",
-                                                         "default \(DurationText.format(standardOptions.maxBudget))"),
+                                                         "default \(DurationText.format(standardOptions.runtime.deadlinePolicy.maximum))"),
             transform: parseDuration)
     var maxDeadline: Duration?
 
     @Option(name: .setting(.onTimeout), help: .setting(.onTimeout, "What to emit when the deadline passes: original or best-attempt",
-                                                       "default \(standardOptions.runtime.onTimeout.rawValue)"))
-    var onTimeout: TimeoutPolicy?
+                                                       "default \(standardOptions.runtime.deadlinePolicy.onTimeout.rawValue)"))
+    var onTimeout: DeadlinePolicy.OnTimeout?
 
     @Option(name: [.customLong("allow-address"), .setting(.allowAddresses)],
             help: .setting(.allowAddresses, "Allow connections to this network (CIDR); repeatable. Nothing private or loopback is allowed by default",

@@ -40,8 +40,7 @@ extension Enrichment.Configuration {
     public init(settings: Settings, door: EnrichingDoor) throws {
         let reader = settings.attache
         self.init()
-        maxBudget = try reader.duration(.maxDeadline, default: maxBudget)
-        runtime = try ExtensionRuntime.Configuration(reader: reader, defaultBudget: door.budget, maxBudget: maxBudget)
+        runtime = try ExtensionRuntime.Configuration(reader: reader, defaultBudget: door.budget)
         if door.storage { storage = try StoreConfiguration(reader: reader, aws: settings.aws) }
         fetch = try FetchEngine.Configuration(reader: reader)
         media = try MediaEnricher.Configuration(reader: reader)
@@ -60,20 +59,29 @@ extension Enrichment.Configuration {
 }
 
 extension ExtensionRuntime.Configuration {
-    /// The budget (`defaultBudget` unless given, and never above `maxBudget`), what is emitted at
-    /// the deadline, the attachments key, the payload budget.
-    public init(reader: ConfigReader, defaultBudget: Duration, maxBudget: Duration) throws {
+    /// The deadline policy (the budget `defaultBudget` unless given, never above the longest
+    /// deadline; what is emitted when it passes), the attachments key, the payload budget.
+    public init(reader: ConfigReader, defaultBudget: Duration) throws {
         self.init()
-        // A deadline asked for above the maximum is refused (a header asking as much would be
-        // capped: the two would disagree); a command's own default gives way to a lower maximum.
-        budget = try reader.duration(.deadline, default: min(defaultBudget, maxBudget))
-        if budget > maxBudget {
-            throw SettingError(.deadline, .message("\(DurationText.format(budget)) is above the longest deadline, \(DurationText.format(maxBudget)) "
-                + "(\(SettingKey.maxDeadline.option) or \(SettingKey.maxDeadline.variable)): lower it or raise the longest deadline"))
-        }
-        onTimeout = try reader.choice(.onTimeout, default: onTimeout)
+        deadlinePolicy = try DeadlinePolicy(reader: reader, defaultBudget: defaultBudget)
         maxPayloadBytes = try reader.int(.maxPayloadBytes, default: maxPayloadBytes, in: 256...65536)
         attachmentsKey = reader.text(.attachmentsKey, default: attachmentsKey)
+    }
+}
+
+extension DeadlinePolicy {
+    /// `--max-deadline`, `--deadline` (`defaultBudget` unless given) and `--on-timeout`.
+    public init(reader: ConfigReader, defaultBudget: Duration) throws {
+        let defaults = DeadlinePolicy()
+        let maximum = try reader.duration(.maxDeadline, default: defaults.maximum)
+        // A deadline asked for above the maximum is refused (a header asking as much would be
+        // capped: the two would disagree); a command's own default gives way to a lower maximum.
+        let budget = try reader.duration(.deadline, default: min(defaultBudget, maximum))
+        if budget > maximum {
+            throw SettingError(.deadline, .message("\(DurationText.format(budget)) is above the longest deadline, \(DurationText.format(maximum)) "
+                + "(\(SettingKey.maxDeadline.option) or \(SettingKey.maxDeadline.variable)): lower it or raise the longest deadline"))
+        }
+        self.init(default: budget, maximum: maximum, onTimeout: try reader.choice(.onTimeout, default: defaults.onTimeout))
     }
 }
 

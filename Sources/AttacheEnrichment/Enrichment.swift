@@ -13,12 +13,10 @@ extension Enrichment {
     /// `StorageOptionGroup`, `CacheOptionGroup`, `TranscodeOptionGroup`). Live objects (a
     /// decoder of the caller's, tenants) are passed beside it, never inside.
     public struct Configuration: Sendable {
-        /// The runtime's: a payload's budget when it names none, what is emitted when it passes,
-        /// the attachments key, the payload budget in bytes.
+        /// The runtime's: the deadline policy (a payload's budget when it names none, the longest
+        /// its `Attache-Deadline-Ms` may ask of the service, the worker or the relay, what is
+        /// emitted when it passes), the attachments key, the payload budget in bytes.
         public var runtime = ExtensionRuntime.Configuration()
-        /// The longest budget a payload's `Attache-Deadline-Ms` may ask of the service, the worker
-        /// or the relay.
-        public var maxBudget = DeadlinePolicy.standardMaximum
         /// Where results go and under which URL.
         public var storage = StoreConfiguration()
         /// How media is fetched: the address policy, a proxy, the transport's limits. Its temp
@@ -37,9 +35,6 @@ extension Enrichment {
         public var decoders = DecoderPool.Configuration()
 
         public init() {}
-
-        /// How the front doors that take a deadline per payload turn it into a budget.
-        public var deadlinePolicy: DeadlinePolicy { DeadlinePolicy(default: runtime.budget, maximum: maxBudget) }
     }
 }
 
@@ -56,8 +51,8 @@ public struct Enrichment: Sendable {
     /// Where the store is and what its URLs start with: what a scope's store is made from, and
     /// what the service serves under `/media` and asks for readiness.
     public let storage: StoreConfiguration
-    /// How the front doors that take a deadline per payload turn it into a budget.
-    public let deadlinePolicy: DeadlinePolicy
+    /// How the front doors that take a deadline per payload turn it into a budget: the runtime's.
+    public var deadlinePolicy: DeadlinePolicy { runtime.configuration.deadlinePolicy }
     private let conversionWait: Duration?
 
     /// Throws when the store cannot be used, or (`IsolationError`) when isolation was asked for
@@ -70,7 +65,6 @@ public struct Enrichment: Sendable {
         let pool = options.isolation == .process && decoder == nil ? try DecoderPool(configuration: options.decoders, logger: logger) : nil
         decoderPool = pool
         storage = options.storage
-        deadlinePolicy = options.deadlinePolicy
         conversionWait = options.media.conversionWait
         do {
             scratch = try ScratchSpace(in: options.storage.directory)  // makes the media directory too
@@ -108,7 +102,7 @@ public struct Enrichment: Sendable {
                        scope: EnrichmentScope = .unscoped) async throws(PayloadError) -> Emission {
         let services = self.services
         var runtime = self.runtime
-        if let budget { runtime.configuration.budget = budget }
+        if let budget { runtime.configuration.deadlinePolicy.default = budget }
         if let fcm = try await enrichFCMRequest(bytes, identifier: identifier, runtime: runtime, logger: logger, observer: observer, scope: scope) {
             return fcm
         }
@@ -124,7 +118,7 @@ public struct Enrichment: Sendable {
                       logger: Logger = ExtensionRuntime.silent, scope: EnrichmentScope = .unscoped) throws(PayloadError) -> ExtensionRuntime.Start? {
         guard !FCMSendRequest.mightBe(bytes) else { return nil }
         var runtime = self.runtime
-        if let budget { runtime.configuration.budget = budget }
+        if let budget { runtime.configuration.deadlinePolicy.default = budget }
         return try runtime.start(bytes, identifier: identifier, logger: logger) { services.makeExtension(scope: scope) }
     }
 

@@ -143,9 +143,9 @@ struct WorkerCommand: LongRunningCommand {
         let registry = observed.registry
         let logger = Logger(label: "attache.worker")
         let queue = setup.queue
-        if setup.options.runtime.budget > queue.longestBudget {
+        if setup.options.runtime.deadlinePolicy.default > queue.longestBudget {
             logger.warning("--deadline is cut to what --ack-wait leaves for the publish", metadata: [
-                "attache.deadline_s": "\(setup.options.runtime.budget.seconds)", "attache.longest_s": "\(queue.longestBudget.seconds)",
+                "attache.deadline_s": "\(setup.options.runtime.deadlinePolicy.default.seconds)", "attache.longest_s": "\(queue.longestBudget.seconds)",
             ])
         }
 

@@ -91,11 +91,11 @@ import Testing
         let options = try Settings(flags: Flags([try EnrichOptionGroup.parse([]), try StorageOptionGroup.parse([])]),
                                    environment: Settings.provider(named: "test", variables: variables))
             .read { try Enrichment.Configuration(settings: $0, door: .enrich) }
-        #expect(options.runtime.budget == .milliseconds(1500))
+        #expect(options.runtime.deadlinePolicy.default == .milliseconds(1500))
         #expect(options.media.render.thumbnailSize == 200)
         #expect(options.media.posterMode == .exact)
         #expect(options.media.dialects.genericKeys == DialectReader.defaultGenericKeys + ["pic", "photo"])  // added to the defaults
-        #expect(options.runtime.onTimeout == .bestAttempt)
+        #expect(options.runtime.deadlinePolicy.onTimeout == .bestAttempt)
         #expect(options.storage.directory == "/tmp/m")
         #expect(options.isolation == .inProcess)
         #expect(try enrichment(["--no-default-media-keys", "--media-key", "/d/img"]).media.dialects.genericKeys == ["/d/img"])
@@ -107,7 +107,7 @@ import Testing
             ($0 as? ValidationError)?.message == "--display-size must be between 200 and 8192 (got 100)"
         }
         // Each door reads its own parts with its own defaults.
-        #expect(try enrichment([], door: .service).runtime.budget == DeadlinePolicy.service.default)
+        #expect(try enrichment([], door: .service).runtime.deadlinePolicy.default == DeadlinePolicy.service.default)
         #expect(try enrichment([], door: .service).cache?.warmThrough == EnrichingDoor.warmThrough)
         #expect(try enrichment([], ["ATTACHE_CACHE_TTL": "0"], door: .service).cache == nil)
         #expect(try enrichment([], door: .enrich).cache == nil)
@@ -135,10 +135,10 @@ import Testing
         #expect { try enrichment(["--deadline", "40s"]) } throws: {
             ($0 as? ValidationError)?.message.hasPrefix("--deadline 40s is above the longest deadline, 30s") ?? false
         }
-        #expect(try enrichment(["--deadline", "40s", "--max-deadline", "1m"]).runtime.budget == .seconds(40))
+        #expect(try enrichment(["--deadline", "40s", "--max-deadline", "1m"]).runtime.deadlinePolicy.default == .seconds(40))
         // The command's own default gives way to a lower maximum.
-        #expect(try enrichment(["--max-deadline", "5s"], door: .service).runtime.budget == .seconds(3))
-        #expect(try enrichment(["--max-deadline", "2s"], door: .service).runtime.budget == .seconds(2))
+        #expect(try enrichment(["--max-deadline", "5s"], door: .service).runtime.deadlinePolicy.default == .seconds(3))
+        #expect(try enrichment(["--max-deadline", "2s"], door: .service).runtime.deadlinePolicy.default == .seconds(2))
     }
 
     /// What `attache config` prints: each setting once, with the source that gave its value, and

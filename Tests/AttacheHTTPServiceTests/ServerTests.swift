@@ -30,7 +30,7 @@ struct ServiceHarness {
         var options = Enrichment.Configuration()
         options.storage.directory = mediaDirectory
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
-        options.runtime.budget = deadline
+        options.runtime.deadlinePolicy.default = deadline
         options.storage.publicBaseURL = "https://cdn.example.com/media"
         options.cache = cache ? MediaCache.Configuration() : nil
         options.maxMediaJobs = maxMediaJobs

@@ -25,8 +25,8 @@ struct LabHarness {
         configuration.maxSweepCells = maxSweepCells
         var options = Enrichment.Configuration()
         options.isolation = .inProcess
-        if let budget { options.runtime.budget = budget }
-        if let maxBudget { options.maxBudget = maxBudget }
+        if let budget { options.runtime.deadlinePolicy.default = budget }
+        if let maxBudget { options.runtime.deadlinePolicy.maximum = maxBudget }
         lab = try Lab(configuration: configuration, options: options, publicBase: "http://127.0.0.1:9",
                       logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

@@ -32,8 +32,7 @@ extension QueueWorkerTests {
 
         var options = Enrichment.Configuration()
         options.storage.directory = try makeTempDirectory()
-        options.runtime.budget = policy.default
-        options.maxBudget = policy.maximum
+        options.runtime.deadlinePolicy = policy
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet)
         defer { enrichment.shutdown() }
         let router = buildRouter(configuration: ServerConfiguration(port: 0),

@@ -24,8 +24,7 @@ import Testing
         var options = Enrichment.Configuration()
         options.storage.directory = try makeTempDirectory()
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
-        options.runtime.budget = policy?.default ?? deadline
-        if let policy { options.maxBudget = policy.maximum }
+        options.runtime.deadlinePolicy = policy ?? DeadlinePolicy(default: deadline)
         options.cache = MediaCache.Configuration(timeToLive: .seconds(60), maxEntries: 100, warmThrough: conversions == nil ? nil : .seconds(30))
         options.media.conversionWait = conversions?.wait
         let enrichment = try Enrichment(configuration: options, logger: Self.quiet, decoder: conversions?.decoder)

@@ -46,7 +46,7 @@ struct RelayHarness {
         options.storage.directory = try makeTempDirectory()
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
         options.storage.publicBaseURL = "https://cdn.example.com/m"
-        options.runtime.budget = Fixtures.generousDeadline
+        options.runtime.deadlinePolicy.default = Fixtures.generousDeadline
         let enrichment = try Enrichment(configuration: options, logger: quiet)
         defer { enrichment.shutdown() }
         let nowhere = "http://127.0.0.1:\(try freePorts(1)[0])"

@@ -23,7 +23,7 @@ import Glibc
         var options = Enrichment.Configuration()
         options.storage.directory = media
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
-        options.runtime.budget = Fixtures.generousDeadline  // the subject is batching, not time: room for a loaded machine
+        options.runtime.deadlinePolicy.default = Fixtures.generousDeadline  // the subject is batching, not time: room for a loaded machine
         options.cache = cache ? MediaCache.Configuration() : nil
         return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

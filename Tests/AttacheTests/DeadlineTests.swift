@@ -14,7 +14,7 @@ import Testing
     @Test func aHangingOriginFallsBackAtTheDeadline() async throws {
         let h = try Harness()
         defer { h.stop() }
-        let e = try h.enrichment { $0.runtime.budget = .milliseconds(300) }
+        let e = try h.enrichment { $0.runtime.deadlinePolicy.default = .milliseconds(300) }
         defer { e.shutdown() }
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?hang=1"}"#)
         let start = ContinuousClock.now
@@ -36,7 +36,7 @@ import Testing
         let h = try Harness()
         defer { h.stop() }
         let e = try h.enrichment {
-            $0.runtime.budget = .milliseconds(200)
+            $0.runtime.deadlinePolicy.default = .milliseconds(200)
             $0.media.posterMode = .exact
             tweak(&$0)
         }
@@ -97,7 +97,7 @@ import Testing
         let big = [UInt8](repeating: 7, count: 3 << 20)
         let h = try Harness(files: ["/big.jpg": [0xFF, 0xD8, 0xFF, 0xE0] + big])
         defer { h.stop() }
-        let e = try h.enrichment { $0.runtime.budget = .milliseconds(700) }
+        let e = try h.enrichment { $0.runtime.deadlinePolicy.default = .milliseconds(700) }
         defer { e.shutdown() }
         // 1 MB/s for a 3 MB body: the first MB spills to a temp file, then the deadline fires.
         let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/big.jpg?rate=1000000"}"#))
@@ -110,14 +110,14 @@ import Testing
         let h = try Harness()
         defer { h.stop() }
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"att":{"fast":"ORIGIN/alpha.png","slow":"ORIGIN/photo.jpg?hang=1"}}"#)
-        let best = try h.enrichment { $0.runtime.budget = .milliseconds(500); $0.runtime.onTimeout = .bestAttempt }
+        let best = try h.enrichment { $0.runtime.deadlinePolicy.default = .milliseconds(500); $0.runtime.deadlinePolicy.onTimeout = .bestAttempt }
         defer { best.shutdown() }
         let b = try await best.enrich(input)
         #expect(b.outcome == .partial)
         #expect(b.reason == .timeout)
         #expect(try json(b.bytes)["attachments"]?.arrayValue?.count == 1)
 
-        let original = try h.enrichment { $0.runtime.budget = .milliseconds(500) }
+        let original = try h.enrichment { $0.runtime.deadlinePolicy.default = .milliseconds(500) }
         defer { original.shutdown() }
         let o = try await original.enrich(input)
         #expect(o.outcome == .fallback)
@@ -142,7 +142,7 @@ import Testing
     }
 
     @Test func aBusyBlockingStageDoesNotDelayTheAnswer() async throws {
-        let runtime = ExtensionRuntime(configuration: .init(budget: .milliseconds(200)))
+        let runtime = ExtensionRuntime(configuration: .init(deadlinePolicy: .init(default: .milliseconds(200))))
         let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
         let start = ContinuousClock.now
         let emission = try await runtime.process(input) { BusyExtension() }
@@ -169,7 +169,7 @@ import Testing
     /// An extension with its result at hand is not raced or waited for: `process` and `start`
     /// both take it; one without (the default) is waited for, on the instance `start` made.
     @Test func aResultAtOnceIsTakenWithoutWaiting() async throws {
-        let runtime = ExtensionRuntime(configuration: .init(budget: .seconds(3)))
+        let runtime = ExtensionRuntime(configuration: .init(deadlinePolicy: .init(default: .seconds(3))))
         let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
         let start = ContinuousClock.now
         let processed = try await runtime.process(input) { ReadyExtension() }
@@ -194,7 +194,7 @@ import Testing
     }
 
     @Test func anExtensionThatNeverAnswersFallsBackAtTheDeadline() async throws {
-        let runtime = ExtensionRuntime(configuration: .init(budget: .milliseconds(150), onTimeout: .bestAttempt))
+        let runtime = ExtensionRuntime(configuration: .init(deadlinePolicy: .init(default: .milliseconds(150), onTimeout: .bestAttempt)))
         let input = Array(#"{"aps":{"alert":"x","mutable-content":1}}"#.utf8)
         let start = ContinuousClock.now
         let emission = try await runtime.process(input) { CallbackExtensionAdapter(SilentExtension()) }

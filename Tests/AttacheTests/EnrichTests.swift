@@ -636,7 +636,7 @@ struct RecordingHandler: LogHandler {
     @Test func theNextPayloadFindsWhatTheLastOneLeftRunning() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration(warmThrough: .seconds(20))
-            $0.runtime.budget = .milliseconds(600)
+            $0.runtime.deadlinePolicy.default = .milliseconds(600)
         }
         defer { h.stop(e) }
         // The origin takes 2 s to answer: longer than a payload's deadline, not than the work limit.
@@ -657,7 +657,7 @@ struct RecordingHandler: LogHandler {
     @Test func withoutItTheWorkEndsWithThePayload() async throws {
         let (h, e) = try Harness.started {
             $0.cache = MediaCache.Configuration()
-            $0.runtime.budget = .milliseconds(600)
+            $0.runtime.deadlinePolicy.default = .milliseconds(600)
         }
         defer { h.stop(e) }
         let input = h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/photo.jpg?delay=2000"}"#)

@@ -23,7 +23,7 @@ struct Harness {
         var options = Enrichment.Configuration()
         options.storage.directory = mediaDirectory
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
-        options.runtime.budget = Fixtures.generousDeadline
+        options.runtime.deadlinePolicy.default = Fixtures.generousDeadline
         tweak(&options)
         return try Enrichment(configuration: options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }

@@ -20,7 +20,7 @@ import Testing
             try await server.createBucket("campaigns")
             let e = try h.enrichment {
                 $0.storage.location = objectStore(server)
-                $0.runtime.budget = .seconds(20)
+                $0.runtime.deadlinePolicy.default = .seconds(20)
             }
             defer { h.stop(e) }
             let emission = try await e.enrich(h.payload(#"{"aps":{"alert":"x","mutable-content":1},"image-url":"ORIGIN/animated.gif"}"#))
@@ -42,7 +42,7 @@ import Testing
             let h = try Harness()
             let e = try h.enrichment {
                 $0.storage.location = objectStore(server)
-                $0.runtime.budget = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
+                $0.runtime.deadlinePolicy.default = .seconds(5)  // room for the fetch and decode on a busy machine: the reason is the store's
             }
             defer { h.stop(e) }
             await server.halt()
@@ -66,7 +66,7 @@ import Testing
                 try h.enrichment {
                     $0.storage.location = objectStore(server)
                     $0.cache = MediaCache.Configuration(timeToLive: .seconds(3600), maxEntries: 100)
-                    $0.runtime.budget = .seconds(20)
+                    $0.runtime.deadlinePolicy.default = .seconds(20)
                     $0.storage.directory = try! makeTempDirectory()  // each replica its own scratch space
                 }
             }

@@ -26,7 +26,7 @@ import Testing
                                      configuration: .init(render: RenderOptions(transcode: TranscodeSettings())),
                                      cache: cache, decoder: decoder)
         // The payloads go out with the poster at this deadline; the conversion waits for the test.
-        let runtime = ExtensionRuntime(configuration: .init(budget: Self.posterBudget))
+        let runtime = ExtensionRuntime(configuration: .init(deadlinePolicy: .init(default: Self.posterBudget)))
         let payload = Array(#"{"aps":{"alert":"clip","mutable-content":1},"media-url":"http://127.0.0.1:\#(origin.port)/clip-vp9.webm"}"#.utf8)
         func attachment(_ emission: Emission) throws -> JSONObject {
             try #require(try Payload(bytes: emission.bytes).root["attachments"]?.arrayValue?.first?.objectValue)
@@ -71,7 +71,7 @@ import Testing
     /// deadline, and payloads that wait for their conversions.
     static func waitingEnrichment(_ decoder: HeldConversions, wait: Duration? = .seconds(120), deadline: Duration = .seconds(10)) throws -> Enrichment {
         var options = Enrichment.Configuration()
-        options.runtime.budget = deadline
+        options.runtime.deadlinePolicy.default = deadline
         options.storage.directory = try makeTempDirectory()
         options.fetch.policy.allowed = [CIDR("127.0.0.1/32")!]
         options.cache = MediaCache.Configuration(warmThrough: .seconds(30))
