@@ -76,6 +76,11 @@ extension SettingKey {
     public static let apnsTeamID: SettingKey = "apns-team-id"
     public static let fcmServiceAccount: SettingKey = "fcm-service-account"
 
+    // The lab's samples and bounds.
+    public static let samples: SettingKey = "samples"
+    public static let maxRuns: SettingKey = "max-runs"
+    public static let maxSweepCells: SettingKey = "max-sweep-cells"
+
     // The worker's NATS connection and streams.
     public static let natsURL: SettingKey = "nats-url"
     public static let natsUser: SettingKey = "nats-user"

@@ -4,6 +4,7 @@ import AttacheCommandLine
 import AttacheEnrichment
 import AttacheLab
 import AttacheSupport
+import Configuration
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -29,31 +30,39 @@ struct LabCommand: LongRunningCommand {
     /// The flags' defaults are the lab's own, written once in `LabConfiguration`.
     private static let defaults = LabConfiguration()
 
-    @Option(help: "Address to listen on; anything but loopback needs --token.")
-    var host: String = LabCommand.defaults.host
+    @Option(name: .setting(.host), help: .setting(.host, "Address to listen on; anything but loopback needs --token", "default \(defaults.host)"))
+    var host: String?
 
-    @Option(help: "Port; 0 is a free one, printed at start.")
-    var port: Int = LabCommand.defaults.port
+    @Option(name: .setting(.port), help: .setting(.port, "Port; 0 is a free one, printed at start", "default \(defaults.port)"))
+    var port: Int?
 
     @OptionGroup var token: TokenOptionGroup
 
-    @Option(help: "A directory with payloads/*.json and media/ to offer as samples (default ./Samples when it exists).")
+    @Option(name: .setting(.samples), help: .setting(.samples, "A directory with payloads/*.json and media/ to offer as samples", "default ./Samples when it exists"))
     var samples: String?
 
     @Flag(help: "Open the page in the browser once the lab is listening.")
     var open = false
 
-    @Option(help: "Payloads enriched at once, a sweep's runs included.")
-    var maxRuns: Int = LabCommand.defaults.maxRunsAtOnce
+    @Option(name: .setting(.maxRuns), help: .setting(.maxRuns, "Payloads enriched at once, a sweep's runs included", "default \(defaults.maxRunsAtOnce)"))
+    var maxRuns: Int?
 
-    @Option(help: "Most runs in one sweep, deadlines × faults.")
-    var maxSweepCells: Int = LabCommand.defaults.maxSweepCells
+    @Option(name: .setting(.maxSweepCells), help: .setting(.maxSweepCells, "Most runs in one sweep, deadlines × faults", "default \(defaults.maxSweepCells)"))
+    var maxSweepCells: Int?
 
     @OptionGroup var process: ProcessOptionGroup
 
     @OptionGroup(title: "Enrichment options") var enrich: EnrichOptionGroup
 
-    var flags: Flags { Flags([token, process, enrich]) }
+    var flags: Flags {
+        Flags([token, process, enrich]) { flags in
+            flags.set(.host, host)
+            flags.set(.port, port)
+            flags.set(.samples, samples)
+            flags.set(.maxRuns, maxRuns)
+            flags.set(.maxSweepCells, maxSweepCells)
+        }
+    }
 
     struct Setup {
         var lab: LabConfiguration
@@ -65,24 +74,7 @@ struct LabCommand: LongRunningCommand {
 
     func configure(_ settings: Settings) throws -> Setup {
         let reader = settings.attache
-        var lab = LabConfiguration()
-        lab.host = host
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        lab.port = port
-        lab.tokens = reader.list(.tokens)
-        guard lab.isLoopback || !lab.tokens.isEmpty else {
-            throw ValidationError("--host \(host) is not a loopback address: give --token (or \(SettingKey.tokens.variable)) so that only you can run payloads on the lab")
-        }
-        if let samples {
-            guard (try? directoryEntries(samples + "/payloads")) != nil else { throw ValidationError("--samples \(samples) has no payloads/ directory") }
-            lab.samples = samples
-        } else if (try? directoryEntries("Samples/payloads")) != nil {
-            lab.samples = "Samples"
-        }
-        guard (1...64).contains(maxRuns) else { throw ValidationError("--max-runs must be between 1 and 64") }
-        guard (1...400).contains(maxSweepCells) else { throw ValidationError("--max-sweep-cells must be between 1 and 400") }
-        lab.maxRunsAtOnce = maxRuns
-        lab.maxSweepCells = maxSweepCells
+        let lab = try LabConfiguration(reader: reader)
         let options = try Enrichment.Configuration(settings: settings, door: .lab)
         let storeSettingsIgnored = [SettingKey.store, .mediaDir, .publicBaseURL].contains(where: settings.isGiven)
         return Setup(lab: lab, options: options, logFormat: try LogFormat(reader: reader), storeSettingsIgnored: storeSettingsIgnored)
@@ -112,6 +104,27 @@ struct LabCommand: LongRunningCommand {
         }
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await listening(on: [url.dropFirst("http://".count).description]) { try await group.run() }
+    }
+}
+
+extension LabConfiguration {
+    /// Where the lab listens and who may use it there, its samples, and its bounds on runs.
+    init(reader: ConfigReader) throws {
+        self.init()
+        host = reader.text(.host, default: host)
+        port = try reader.int(.port, default: port, in: 0...65535)
+        tokens = reader.list(.tokens)
+        guard isLoopback || !tokens.isEmpty else {
+            throw SettingError(.host, .message("\(host) is not a loopback address: give --token (or \(SettingKey.tokens.variable)) so that only you can run payloads on the lab"))
+        }
+        if let samples = reader.text(.samples) {
+            guard (try? directoryEntries(samples + "/payloads")) != nil else { throw SettingError(.samples, .message("\(samples) has no payloads/ directory")) }
+            self.samples = samples
+        } else if (try? directoryEntries("Samples/payloads")) != nil {
+            samples = "Samples"
+        }
+        maxRunsAtOnce = try reader.int(.maxRuns, default: maxRunsAtOnce, in: 1...64)
+        maxSweepCells = try reader.int(.maxSweepCells, default: maxSweepCells, in: 1...400)
     }
 }
 

@@ -14,7 +14,9 @@ scratch = tempfile.mkdtemp()
 env = {"PATH": os.environ["PATH"], "HOME": scratch}
 # Values for settings with no default; the files the relay reads at start are left out (a key
 # and a service account would have to be made for it).
-samples = {"store": "./attache-media", "metrics-port": "9999", "allow-addresses": "10.0.0.0/8", "tenants-file": "tenants.yaml"}
+samples = {"store": "./attache-media", "metrics-port": "9999", "allow-addresses": "10.0.0.0/8", "tenants-file": "tenants.yaml",
+           "samples": "samples"}
+os.makedirs(os.path.join(scratch, "samples", "payloads"))  # the lab's --samples must hold payloads/
 skipped = {"config-file", "apns-key", "apns-key-id", "apns-team-id", "fcm-service-account"}
 # A switch that turns a part off (its settings are then not read) is given on its own.
 alone = {"no-transcode"}
