@@ -1,5 +1,6 @@
 import Attache
 import AttacheEnrichment
+@testable import AttacheIsolation
 import AttachePayload
 import AttacheSupport
 import AttacheTesting
@@ -58,18 +59,39 @@ import Testing
 
     @Test func aBusySandboxedDecoderIsKilledAtTheDeadline() async throws {
         // As above, in a helper process: the answer does not wait for it, and the helper is
-        // killed and replaced rather than left decoding.
-        var first: Int32?
-        try await expectBusyFFmpegAnsweredAtTheDeadline {
-            $0.isolation = .process
-            $0.decoders = .init(helpers: 1)
-        } before: { e in
-            first = try #require(e.decoderPool?.helperPIDs.first)
-        } then: { e in
-            let pool = try #require(e.decoderPool)
-            #expect(await eventually { pool.helperPIDs.count == 1 && pool.helperPIDs.first != first })
-            #expect(pool.crashes == 0)
+        // killed and replaced rather than left decoding. On a loaded machine the fetch can take
+        // the whole 200 ms, and then no helper was busy at the deadline to be killed: such a try
+        // proves nothing, and is made again.
+        var triesWithABusyHelper = 0
+        for _ in 0..<3 where triesWithABusyHelper == 0 {
+            var first: Int32?
+            var watcher: Task<Bool, Never>?
+            try await expectBusyFFmpegAnsweredAtTheDeadline {
+                $0.isolation = .process
+                $0.decoders = .init(helpers: 1)
+            } before: { e in
+                let pool = try #require(e.decoderPool)
+                let pid = try #require(pool.helperPIDs.first)
+                first = pid
+                // The exact frame takes the helper a second or more: a job begun before the
+                // deadline is still running at it.
+                watcher = Task {
+                    while !Task.isCancelled {
+                        if pool.busyPIDs.contains(pid) { return true }
+                        try? await Task.sleep(for: .milliseconds(1))
+                    }
+                    return false
+                }
+            } then: { e in
+                watcher?.cancel()
+                let pool = try #require(e.decoderPool)
+                #expect(pool.crashes == 0)
+                guard await watcher?.value == true else { return }
+                triesWithABusyHelper += 1
+                #expect(await eventually { pool.helperPIDs.count == 1 && pool.helperPIDs.first != first })
+            }
         }
+        #expect(triesWithABusyHelper == 1, "in three tries the helper never had the job before the deadline")
     }
 
     @Test func theSweepFindsTheFlipPoint() async throws {
