@@ -56,10 +56,19 @@ final class RelayStreams: ChannelInboundHandler {
     private var open = 0
     /// The last stream taken on (answered, or being answered): what a GOAWAY names.
     private var highest = HTTP2StreamID(0)
-    private var draining = false
-    /// Draining for a graceful shutdown: GOAWAY once the streams in flight are answered.
-    private var goAwayWhenDrained = false
-    private var closing = false
+    /// Where the connection stands: taking streams on; draining, none taken on and those in
+    /// flight answered (at a graceful shutdown, with a GOAWAY once they are); or its close on
+    /// its way.
+    private enum Phase {
+        case serving
+        case draining(goAway: Bool)
+        case closing
+    }
+    private var phase = Phase.serving
+    private var draining: Bool {
+        if case .serving = phase { return false }
+        return true
+    }
     private var idle: Scheduled<Void>?
     /// Armed while a body (a request's coming in, an answer's going out) is not through, for the
     /// earliest such deadline.
@@ -368,9 +377,10 @@ final class RelayStreams: ChannelInboundHandler {
         idle = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(idleTimeout.nanoseconds))) { channel.close(promise: nil) }
     }
 
-    /// The idle timer holds the channel: it goes with the connection, not minutes later.
-    private func stop() {
-        draining = true
+    /// Draining from now (a drain already begun keeps its GOAWAY). The idle timer holds the
+    /// channel: it goes with the connection, not minutes later.
+    private func stop(goAway: Bool = false) {
+        if case .serving = phase { phase = .draining(goAway: goAway) }
         idle?.cancel()
         idle = nil
     }
@@ -384,8 +394,7 @@ final class RelayStreams: ChannelInboundHandler {
     /// connection: each a notification sent twice.
     func quiesce() {
         guard !draining, let context else { return }
-        stop()
-        goAwayWhenDrained = true
+        stop(goAway: true)
         guard open > 0 else {
             closeDrained(context)
             return
@@ -399,9 +408,9 @@ final class RelayStreams: ChannelInboundHandler {
     /// frame is written, before the writer's flush; the GOAWAY and the close go after that.
     private func closeDrained(_ context: ChannelHandlerContext) {
         // Once: a stream refused before the close closes too.
-        guard !closing else { return }
-        closing = true
-        guard goAwayWhenDrained else {
+        guard case .draining(let goAway) = phase else { return }
+        phase = .closing
+        guard goAway else {
             context.close(promise: nil)
             return
         }
