@@ -92,7 +92,7 @@ import TitleRewriter
         let engine = try FetchEngine(configuration: .init(policy: policy))
         defer { engine.shutdown() }
         let input = Array(#"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"message-id":"\#(id)"}"#.utf8)
-        let runtime = ExtensionRuntime(configuration: .init(budget: deadline))
+        let runtime = ExtensionRuntime(configuration: .init(deadlinePolicy: .init(default: deadline)))
         let endpoint = "http://127.0.0.1:\(origin.port)/messages"
         return (try await runtime.process(input) { ContentFetch(engine: engine, endpoint: endpoint) }, input)
     }
