@@ -137,7 +137,8 @@ public struct ExtensionRuntime: Sendable {
     private func handOver(_ bytes: [UInt8], identifier: String, logger: Logger) throws(PayloadError) -> HandOver {
         let start = ContinuousClock.now
         // Stop waiting a little early (at most half the budget) so the answer is out by the deadline.
-        let deadline = start + max(configuration.deadlinePolicy.default / 2, configuration.deadlinePolicy.default - configuration.windDown)
+        let budget = configuration.deadlinePolicy.default
+        let deadline = start + max(budget / 2, budget - configuration.windDown)
         let payload = try Payload(bytes: bytes, parser: configuration.parser)
 
         if payload.repeatedAPNsKey(attachmentsKey: configuration.attachmentsKey) != nil {
